@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs reag into .venv. Safe to run again: it does nothing when pyproject.toml
+# has not changed since the last successful install.
+#
+# Two steps are special (see LOCAL-STACK.md):
+#  * torch is pinned to 2.13.0, the CPU wheel this machine kind keeps on disk;
+#    an unpinned torch would pull a multi-GB CUDA build.
+#  * llama-cpp-python must be compiled with GGML_NATIVE=OFF: these CPUs
+#    advertise AMX, which faults inside the VM. pip's own wheel cache ignores
+#    CMAKE_ARGS, so we build the wheel ourselves, without pip's cache, into
+#    a cache directory of ours whose name records the flags.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null || PYTHON=python3
+LLAMA_VERSION=${REAG_LLAMA_CPP_VERSION:-0.3.36}
+WHEEL_CACHE=${REAG_WHEEL_CACHE:-$HOME/.cache/reag/wheels/llama-cpp-python-$LLAMA_VERSION-native-off}
+STAMP=.venv/.reag-installed
+want=$(sha256sum pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
+
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
+  exit 0
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+PIP=".venv/bin/python -m pip"
+$PIP install --quiet --upgrade pip wheel setuptools
+
+echo "==> torch 2.13.0 (CPU)"
+$PIP install --quiet torch==2.13.0
+
+if ! ls "$WHEEL_CACHE"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+  echo "==> building llama-cpp-python $LLAMA_VERSION with GGML_NATIVE=OFF (about 5 minutes, once)"
+  mkdir -p "$WHEEL_CACHE"
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+    $PIP wheel --no-cache-dir --no-deps "llama-cpp-python==$LLAMA_VERSION" -w "$WHEEL_CACHE"
+fi
+$PIP install --quiet --no-deps "$WHEEL_CACHE"/llama_cpp_python-*.whl
+# llama-cpp-python's own runtime dependencies
+$PIP install --quiet "diskcache>=5.6" "jinja2>=2.11" "typing-extensions>=4.5"
+
+echo "==> reag and its dependencies"
+$PIP install --quiet -e ".[dev]"
+
+echo "$want" > "$STAMP"
+echo "==> installed into .venv"

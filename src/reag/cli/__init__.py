@@ -1,0 +1,1 @@
+"""The ``reag`` command line. Each module registers its own commands on the root app."""

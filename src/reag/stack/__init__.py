@@ -1,0 +1,1 @@
+"""The embedded stack: the processes ``reag up`` runs on one machine."""

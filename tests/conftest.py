@@ -1,0 +1,37 @@
+"""Fixtures shared by every test.
+
+One Tansu broker per test session (quix-streams does the same), a fresh topic
+name per test (FastStream's uuid fixture), so tests never see each other's
+events.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from reag.stack.tansu import free_port, start_tansu
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """Bootstrap servers of a Tansu broker on a free port, for this session only."""
+    port = free_port()
+    proc = start_tansu(port)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def topic_suffix() -> str:
+    """Append to topic names to isolate one test's topics from another's."""
+    return uuid.uuid4().hex[:10]
