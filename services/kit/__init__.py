@@ -1,0 +1,1 @@
+"""What every reag service shares. See ``consume`` for the delivery rules."""

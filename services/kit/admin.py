@@ -1,0 +1,51 @@
+"""Creating reag's topics on any Kafka: partitioned, the thresholds topic compacted."""
+
+from __future__ import annotations
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from services.kit.broker import security_for
+from services.kit.settings import KafkaSettings
+from services.kit.topology import TOPICS
+
+
+def _admin(kafka: KafkaSettings) -> AIOKafkaAdminClient:
+    security = security_for(kafka)
+    kwargs: dict[str, object] = {"bootstrap_servers": kafka.bootstrap_servers,
+                                 "security_protocol": kafka.security_protocol}
+    if security is not None and security.ssl_context is not None:
+        kwargs["ssl_context"] = security.ssl_context
+    if kafka.security_protocol.startswith("SASL"):
+        assert kafka.sasl_password is not None
+        kwargs |= {"sasl_mechanism": kafka.sasl_mechanism,
+                   "sasl_plain_username": kafka.sasl_username,
+                   "sasl_plain_password": kafka.sasl_password.get_secret_value()}
+    return AIOKafkaAdminClient(**kwargs)  # type: ignore[arg-type]
+
+
+async def ensure_topics(kafka: KafkaSettings, suffix: str = "") -> list[str]:
+    """Create every missing reag topic; returns the names created.
+
+    ``suffix`` isolates tests that share one broker.
+    """
+    admin = _admin(kafka)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        wanted = [
+            NewTopic(
+                spec.name + suffix, num_partitions=kafka.partitions,
+                replication_factor=kafka.replication_factor,
+                topic_configs={"cleanup.policy": "compact"} if spec.compacted else {},
+            )
+            for spec in TOPICS if spec.name + suffix not in existing
+        ]
+        if wanted:
+            try:
+                await admin.create_topics(wanted)
+            except TopicAlreadyExistsError:
+                pass  # another process created them between list and create
+        return [t.name for t in wanted]
+    finally:
+        await admin.close()

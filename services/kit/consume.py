@@ -1,0 +1,171 @@
+"""The one way a reag service consumes a topic: decode, guard, handle, emit, commit.
+
+Delivery rules (ARCHITECTURE.md, "Delivery"):
+- at-least-once: the offset is committed only after every output has been
+  acknowledged by the cluster (acks=all); if publishing fails the event is
+  not committed and comes back (``AckPolicy.NACK_ON_ERROR`` seeks back);
+- nothing is dropped silently: an input that can never be processed (bad
+  bytes, missing fields, oversized, unknown app or schema version, LLM output
+  still invalid after repair, retries exhausted, a bug) becomes a dead letter
+  on ``reag.dlq.v1`` with the original bytes and a reason, and is committed;
+- outputs are keyed by the case id, so a redelivered input produces outputs
+  that downstream consumers recognise as duplicates.
+
+Handlers are plain typed functions ``async def f(event: In) -> Emit | list[Emit] | None``
+that never see Kafka; the topology they may publish to is ``topology.SERVICES``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from faststream import AckPolicy
+from faststream.kafka import KafkaMessage, KafkaRouter
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from reag import metrics
+from reag.llm.base import (
+    BudgetExceededError,
+    LLMError,
+    StructuredOutputError,
+    TransientLLMError,
+)
+from reag.v1 import events_pb2 as pb
+from services.kit.codec import BadEventError, decode_event
+from services.kit.topology import DLQ, ServiceSpec
+
+log = logging.getLogger("reag.consume")
+
+M = TypeVar("M", bound=Message)
+CONTENT_TYPE = "application/x-protobuf"
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """One output event: where it goes, what it is, how it is keyed."""
+
+    topic: str
+    message: Message
+    key: str
+
+
+Handler = Callable[[M], Awaitable["Emit | Sequence[Emit] | None"]]
+AppCheck = Callable[[str], bool]
+
+
+class UndeclaredTopicError(RuntimeError):
+    """A handler tried to publish somewhere its ServiceSpec does not declare."""
+
+
+def _outputs(result: Emit | Sequence[Emit] | None) -> list[Emit]:
+    if result is None:
+        return []
+    if isinstance(result, Emit):
+        return [result]
+    return list(result)
+
+
+def _classify(exc: BaseException) -> tuple[str, str, dict[str, str]]:
+    """Map a handler failure to (error_type, reason, extra headers) for the dead letter."""
+    if isinstance(exc, BadEventError):
+        return exc.error_type, exc.reason, {}
+    if isinstance(exc, StructuredOutputError):
+        return "llm_output_invalid", str(exc), {"x-reag-llm-output": exc.raw[:4000]}
+    if isinstance(exc, BudgetExceededError):
+        return "budget_exceeded", str(exc), {}
+    if isinstance(exc, TransientLLMError):
+        return "retries_exhausted", f"{type(exc).__name__}: {exc}", {}
+    if isinstance(exc, LLMError):
+        return "llm_error", f"{type(exc).__name__}: {exc}", {}
+    return "processing_error", f"{type(exc).__name__}: {exc}", {}
+
+
+def consume(
+    router: KafkaRouter,
+    spec: ServiceSpec,
+    topic: str,
+    event_type: type[M],
+    *,
+    max_event_bytes: int,
+    app_known: AppCheck | None = None,
+    group_id: str | None = None,
+    auto_offset_reset: str = "earliest",
+) -> Callable[[Handler[M]], Handler[M]]:
+    """Register ``handler`` as ``spec``'s consumer of ``topic`` on ``router``."""
+    if topic not in spec.consumes:
+        raise UndeclaredTopicError(f"{spec.name} does not declare that it consumes {topic}")
+    publishers = {name: router.publisher(name) for name in (*spec.produces, DLQ)}
+
+    def decorator(handler: Handler[M]) -> Handler[M]:
+        async def dead_letter(
+            record: Any, error_type: str, reason: str, extra: dict[str, str]
+        ) -> None:
+            letter = pb.DeadLetter(
+                service=spec.name, topic=record.topic, partition=record.partition,
+                offset=record.offset, key=record.key or b"", value=record.value or b"",
+                headers={k: v.decode("utf-8", "replace") for k, v in (record.headers or ())},
+                reason=reason, error_type=error_type,
+            )
+            letter.failed_at.CopyFrom(Timestamp())
+            letter.failed_at.GetCurrentTime()
+            await publishers[DLQ].publish(
+                letter.SerializeToString(), key=record.key or None,
+                headers={"content-type": CONTENT_TYPE, "x-reag-type": "DeadLetter", **extra},
+            )
+            metrics.DEAD_LETTERS.labels(spec.name, record.topic, error_type).inc()
+            log.warning(
+                "dead-lettered %s[%d]@%d: %s (%s)", record.topic, record.partition,
+                record.offset, error_type, reason,
+            )
+
+        async def on_message(msg: KafkaMessage) -> None:
+            record = msg.raw_message
+            metrics.EVENTS_CONSUMED.labels(spec.name, topic).inc()
+            started = time.perf_counter()
+            try:
+                event = decode_event(record.value, event_type, max_bytes=max_event_bytes)
+                app = getattr(getattr(event, "meta", None), "app", "")
+                if app_known is not None and not app_known(app):
+                    raise BadEventError(
+                        "unknown_app",
+                        f"app {app!r} has no corpus here; add one with "
+                        f"`reag corpus add PATH... --app {app}`",
+                    )
+                outputs = _outputs(await handler(event))
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a dead letter
+                error_type, reason, extra = _classify(exc)
+                if error_type == "processing_error":
+                    log.exception("%s failed on %s[%d]@%d", spec.name, record.topic,
+                                  record.partition, record.offset)
+                await dead_letter(record, error_type, reason, extra)
+                return
+            undeclared = [e.topic for e in outputs if not spec.may_publish(e.topic)]
+            if undeclared:
+                await dead_letter(
+                    record, "processing_error",
+                    f"{spec.name} tried to publish to undeclared topic(s) {undeclared}; "
+                    "declare them in services/kit/topology.py", {},
+                )
+                return
+            for emit in outputs:
+                await publishers[emit.topic].publish(
+                    emit.message.SerializeToString(), key=emit.key.encode(),
+                    headers={"content-type": CONTENT_TYPE,
+                             "x-reag-type": type(emit.message).__name__},
+                )
+                metrics.EVENTS_PUBLISHED.labels(spec.name, emit.topic).inc()
+            metrics.STAGE_LATENCY.labels(spec.name).observe(time.perf_counter() - started)
+
+        on_message.__name__ = f"{spec.name}_{handler.__name__}"
+        router.subscriber(
+            topic, group_id=group_id or spec.name, auto_offset_reset=auto_offset_reset,
+            ack_policy=AckPolicy.NACK_ON_ERROR, title=f"{spec.name}:{topic}",
+        )(on_message)
+        return handler
+
+    return decorator

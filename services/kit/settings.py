@@ -1,0 +1,76 @@
+"""Settings every service shares: where Kafka is and how to reach it safely.
+
+The same code runs on the embedded Tansu broker and on Apache Kafka in
+production; only these values change (``REAG_KAFKA__BOOTSTRAP_SERVERS``,
+``REAG_KAFKA__SECURITY_PROTOCOL``, ...).
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr, model_validator
+
+from reag.settings import ReagSettings
+
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+
+class KafkaSettings(BaseModel):
+    bootstrap_servers: str = Field(
+        default="127.0.0.1:9092", description="Comma-separated host:port list of brokers."
+    )
+    security_protocol: SecurityProtocol = Field(
+        default="PLAINTEXT", description="PLAINTEXT locally; SASL_SSL on a managed Kafka."
+    )
+    sasl_mechanism: SaslMechanism = Field(default="PLAIN", description="SASL mechanism.")
+    sasl_username: str | None = Field(default=None, description="SASL user name.")
+    sasl_password: SecretStr | None = Field(default=None, description="SASL password.")
+    ssl_cafile: str | None = Field(default=None, description="CA bundle to verify brokers.")
+    ssl_certfile: str | None = Field(default=None, description="Client certificate (mTLS).")
+    ssl_keyfile: str | None = Field(default=None, description="Client key (mTLS).")
+    partitions: int = Field(default=3, ge=1, description="Partitions of topics reag creates.")
+    replication_factor: int = Field(default=1, ge=1, description="Replication of new topics.")
+    idempotent_producer: bool = Field(
+        default=False,
+        description=(
+            "Kafka idempotent producer. Off by default: the embedded Tansu broker does not "
+            "implement InitProducerId. Downstream dedup by key makes duplicates harmless either way."
+        ),
+    )
+    max_event_bytes: int = Field(
+        default=1_048_576, ge=1024,
+        description="Events larger than this are dead-lettered as oversized, never processed.",
+    )
+
+    @model_validator(mode="after")
+    def _sasl_needs_credentials(self) -> KafkaSettings:
+        if self.security_protocol.startswith("SASL") and not (
+            self.sasl_username and self.sasl_password
+        ):
+            raise ValueError(
+                f"security_protocol={self.security_protocol} needs sasl_username and "
+                "sasl_password (REAG_KAFKA__SASL_USERNAME / REAG_KAFKA__SASL_PASSWORD)"
+            )
+        return self
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        if self.security_protocol not in ("SSL", "SASL_SSL"):
+            return None
+        context = ssl.create_default_context(cafile=self.ssl_cafile)
+        if self.ssl_certfile:
+            context.load_cert_chain(self.ssl_certfile, self.ssl_keyfile)
+        return context
+
+
+class ServiceSettings(ReagSettings):
+    """Base of every service's settings class."""
+
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    http_host: str = Field(default="127.0.0.1", description="Bind address of /metrics, /healthz.")
+    http_port: int = Field(default=0, description="Port of /metrics and /healthz; 0 = pick one.")
+    otlp_endpoint: str | None = Field(
+        default=None, description="OTLP/HTTP endpoint for traces; unset = traces stay in-process."
+    )

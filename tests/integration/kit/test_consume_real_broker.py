@@ -1,0 +1,92 @@
+"""The guarded consume path over a real Kafka-protocol broker (Tansu, on a socket)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from faststream.kafka import KafkaRouter
+
+from reag.v1 import events_pb2 as pb
+from services.kit.broker import make_broker
+from services.kit.consume import Emit, consume
+from services.kit.settings import KafkaSettings
+from services.kit.topology import DLQ, ServiceSpec
+
+pytestmark = [pytest.mark.kafka]
+
+
+def traffic(case: str, *, app: str = "demo", version: int = 1, query: str = "q") -> bytes:
+    event = pb.Traffic(query=query, actual_response="r")
+    event.meta.case_id, event.meta.app, event.meta.schema_version = case, app, version
+    return event.SerializeToString()
+
+
+async def read(bootstrap: str, topic: str, n: int, timeout_s: float = 20.0) -> list[bytes]:
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap,
+                                auto_offset_reset="earliest", group_id=f"t-{uuid.uuid4().hex}")
+    await consumer.start()
+    out: list[bytes] = []
+    try:
+        async with asyncio.timeout(timeout_s):
+            while len(out) < n:
+                batch = await consumer.getmany(timeout_ms=500)
+                out += [r.value for records in batch.values() for r in records]
+    except TimeoutError:
+        pass
+    finally:
+        await consumer.stop()
+    return out
+
+
+async def test_bad_inputs_reach_the_dlq_and_the_next_good_event_flows(
+    kafka_bootstrap: str, topic_suffix: str
+) -> None:
+    inp, out = f"in-{topic_suffix}", f"out-{topic_suffix}"
+    service = f"svc-{topic_suffix}"
+    spec = ServiceSpec(service, consumes=(inp,), produces=(out,))
+    router = KafkaRouter()
+
+    @consume(router, spec, inp, pb.Traffic, max_event_bytes=2048,
+             app_known=lambda app: app == "demo")
+    async def to_intention(event: pb.Traffic) -> Emit:
+        intention = pb.Intention(query=event.query)
+        intention.meta.CopyFrom(event.meta)
+        return Emit(out, intention, event.meta.case_id)
+
+    broker = make_broker(KafkaSettings(bootstrap_servers=kafka_bootstrap), service)
+    broker.include_router(router)
+    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+    await producer.start()
+    inputs = [
+        traffic("c1"),
+        b"\xff\xfe not protobuf",
+        pb.Traffic(query="no meta").SerializeToString(),
+        traffic("c3", query="x" * 5000),
+        traffic("c4", version=7),
+        traffic("c5", app="nobody"),
+        traffic("c6"),
+    ]
+    for value in inputs:
+        await producer.send_and_wait(inp, value, key=b"k")
+    await producer.stop()
+
+    async with broker:
+        await broker.start()
+        outputs = await read(kafka_bootstrap, out, 2)
+        letters_raw = await read(kafka_bootstrap, DLQ, 100, timeout_s=8)
+
+    intentions = [pb.Intention.FromString(v) for v in outputs]
+    assert [i.meta.case_id for i in intentions] == ["c1", "c6"]
+    letters = [pb.DeadLetter.FromString(v) for v in letters_raw]
+    mine = [letter for letter in letters if letter.service == service]
+    assert [letter.error_type for letter in mine] == [
+        "undecodable", "missing_field", "oversized", "unknown_schema_version", "unknown_app",
+    ]
+    assert all(letter.topic == inp for letter in mine)
+    assert mine[0].value == inputs[1]  # original bytes kept
+    assert "meta" in mine[1].reason
+    assert [letter.offset for letter in mine] == [1, 2, 3, 4, 5] or len(
+        {letter.partition for letter in mine}) == 1
