@@ -94,9 +94,16 @@ def consume(
     max_event_bytes: int,
     app_known: AppCheck | None = None,
     group_id: str | None = None,
+    broadcast: bool = False,
     auto_offset_reset: str = "earliest",
 ) -> Callable[[Handler[M]], Handler[M]]:
-    """Register ``handler`` as ``spec``'s consumer of ``topic`` on ``router``."""
+    """Register ``handler`` as ``spec``'s consumer of ``topic`` on ``router``.
+
+    By default the service's instances share the topic as one consumer group
+    (``group_id`` defaults to the service name). ``broadcast=True`` makes every
+    instance read every partition from the beginning without a group, which is
+    how judges load the compacted thresholds topic at start and follow it.
+    """
     if topic not in spec.consumes:
         raise UndeclaredTopicError(f"{spec.name} does not declare that it consumes {topic}")
     publishers = {name: router.publisher(name) for name in (*spec.produces, DLQ)}
@@ -163,8 +170,10 @@ def consume(
 
         on_message.__name__ = f"{spec.name}_{handler.__name__}"
         router.subscriber(
-            topic, group_id=group_id or spec.name, auto_offset_reset=auto_offset_reset,
-            ack_policy=AckPolicy.NACK_ON_ERROR, title=f"{spec.name}:{topic}",
+            topic, group_id=None if broadcast else (group_id or spec.name),
+            auto_offset_reset=auto_offset_reset,
+            ack_policy=AckPolicy.MANUAL if broadcast else AckPolicy.NACK_ON_ERROR,
+            title=f"{spec.name}:{topic}",
         )(on_message)
         return handler
 
