@@ -1,0 +1,148 @@
+"""``reag corpus add`` and ``reag corpus list``: an app's requirements corpus in the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from reag.corpus.errors import CorpusLoadError, ManifestError
+from reag.corpus.kinds import parse_kind
+from reag.corpus.model import DocumentKind
+
+corpus_app = typer.Typer(
+    name="corpus",
+    help="Ingest and list an app's requirements corpus.",
+    no_args_is_help=True,
+)
+
+
+def _store_dsn() -> str:
+    from reag.settings import ReagSettings
+
+    return ReagSettings().resolved_store_dsn()
+
+
+def _kind_option(value: str | None) -> DocumentKind | None:
+    if value is None:
+        return None
+    kind = parse_kind(value)
+    if kind is None:
+        raise typer.BadParameter(
+            f"{value!r} is not a kind; use requirement, user_story, persona, domain_knowledge, "
+            "background or nfr"
+        )
+    return kind
+
+
+@corpus_app.command("add")
+def add(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Corpus files or folders (Markdown, CSV, JSON/YAML, PDF)."),
+    ] = None,
+    app_name: Annotated[
+        str | None,
+        typer.Option(
+            "--app", help="The app the documents belong to (default: the manifest's name)."
+        ),
+    ] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            "--kind", help="Kind for files that do not declare one (PDF, untyped Markdown)."
+        ),
+    ] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option("--manifest", help="An app.yaml whose corpus files are added too."),
+    ] = None,
+) -> None:
+    """Add documents; every file is checked first and nothing is stored if any is bad."""
+    from reag.corpus.loader import load_sources
+    from reag.corpus.manifest import load_manifest
+    from reag.corpus.store import CorpusStore
+
+    default_kind = _kind_option(kind)
+    sources: list[tuple[Path, DocumentKind | None]] = []
+    if manifest is not None:
+        try:
+            loaded = load_manifest(manifest)
+        except ManifestError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        if app_name is not None and app_name != loaded.name:
+            typer.echo(
+                f"error: --app {app_name!r} differs from the manifest's name {loaded.name!r}",
+                err=True,
+            )
+            raise typer.Exit(2)
+        app_name = loaded.name
+        sources.extend(
+            (path, entry_kind or default_kind) for path, entry_kind in loaded.corpus_paths()
+        )
+    sources.extend((path, default_kind) for path in paths or [])
+    if not sources:
+        typer.echo("error: give corpus files or --manifest", err=True)
+        raise typer.Exit(2)
+    if app_name is None:
+        typer.echo("error: --app is required without --manifest", err=True)
+        raise typer.Exit(2)
+
+    try:
+        documents = load_sources(sources, app_name)
+    except CorpusLoadError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+
+    report = CorpusStore.open(_store_dsn()).add(app_name, documents)
+    typer.echo(
+        f"{app_name}: {len(report.added)} added, {len(report.replaced)} replaced, "
+        f"{len(report.unchanged)} unchanged ({report.total} documents from "
+        f"{len({d.source for d in documents})} files)"
+    )
+
+
+@corpus_app.command("list")
+def list_documents(
+    app_name: Annotated[str, typer.Option("--app", help="The app whose corpus to list.")],
+    kind: Annotated[str | None, typer.Option("--kind", help="Only this kind.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON array, with content.")] = False,
+) -> None:
+    """List an app's documents by address."""
+    from reag.corpus.store import CorpusStore
+
+    documents = CorpusStore.open(_store_dsn()).list(app_name, kind=_kind_option(kind))
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [
+                    {
+                        "address": d.address,
+                        "kind": d.kind,
+                        "id": d.local_id,
+                        "title": d.title,
+                        "content": d.content,
+                        "source": d.source,
+                        "metadata": dict(d.metadata),
+                    }
+                    for d in documents
+                ],
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return
+    if not documents:
+        typer.echo(f"app {app_name!r} has no documents; add some with `reag corpus add`", err=True)
+        raise typer.Exit(1)
+    width = max(len(d.address) for d in documents)
+    for document in documents:
+        typer.echo(f"{document.address:<{width}}  {document.title}")
+    typer.echo(f"{len(documents)} documents", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(corpus_app)

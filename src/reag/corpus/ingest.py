@@ -1,0 +1,19 @@
+"""Load-then-store in one call, for commands and services that set up an app's corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reag.corpus.loader import load_sources
+from reag.corpus.manifest import load_manifest
+from reag.corpus.store import AddReport, CorpusStore
+
+
+def ingest_manifest(manifest_path: Path, store: CorpusStore) -> AddReport:
+    """Adds every corpus file the manifest lists, all or nothing.
+
+    Raises ``ManifestError`` or ``CorpusLoadError`` before touching the store.
+    """
+    manifest = load_manifest(manifest_path)
+    documents = load_sources(manifest.corpus_paths(), manifest.name)
+    return store.add(manifest.name, documents)

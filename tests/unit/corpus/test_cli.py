@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from reag.cli.corpus import register
+
+Write = Callable[[str, str], Path]
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
+    monkeypatch.setenv("REAG_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("REAG_STORE_DSN", raising=False)
+    app = typer.Typer()
+    register(app)
+
+    @app.callback()
+    def _root() -> None:
+        """Makes `corpus` a sub-command, as in the real CLI."""
+
+    return app
+
+
+def listed(cli: typer.Typer) -> list[dict[str, str]]:
+    result = CliRunner().invoke(cli, ["corpus", "list", "--app", "nutri", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def test_add_then_list(cli: typer.Typer, write: Write) -> None:
+    path = write("requirements.md", "## FR-1 Upload\nPhotos.\n\n## FR-2 Flags\nSugar.\n")
+    result = CliRunner().invoke(cli, ["corpus", "add", str(path), "--app", "nutri"])
+    assert result.exit_code == 0, result.output
+    assert "2 added" in result.stdout
+    assert [d["address"] for d in listed(cli)] == ["requirement/FR-1", "requirement/FR-2"]
+
+
+def test_a_bad_file_fails_the_command_and_keeps_the_previous_corpus(
+    cli: typer.Typer, write: Write
+) -> None:
+    first = write("requirements.md", "## FR-1 Upload\nPhotos.\n")
+    assert CliRunner().invoke(cli, ["corpus", "add", str(first), "--app", "nutri"]).exit_code == 0
+
+    changed = write("requirements.md", "## FR-1 Upload\nChanged.\n\n## FR-9 New\nNew.\n")
+    bad = write("srs.csv", "section,subsection,content\nWishlist,W-1,pony\n")
+    result = CliRunner().invoke(cli, ["corpus", "add", str(changed), str(bad), "--app", "nutri"])
+    assert result.exit_code == 1
+    assert str(bad) in result.stderr
+    assert "unknown section 'Wishlist'" in result.stderr
+    assert [(d["address"], d["content"]) for d in listed(cli)] == [("requirement/FR-1", "Photos.")]
+
+
+def test_manifest_adds_its_corpus_files_relative_to_itself(cli: typer.Typer, write: Write) -> None:
+    write("app/corpus/requirements.md", "## FR-1 Upload\nPhotos.\n")
+    write("app/corpus/guide.pdf.md", "## G-1 Salt\nUnder 5 g.\n")
+    manifest = write(
+        "app/app.yaml",
+        "name: nutri\n"
+        "corpus:\n  - corpus/requirements.md\n  - {path: corpus/guide.pdf.md, kind: domain}\n"
+        'seed_queries: ["is this ok"]\n',
+    )
+    result = CliRunner().invoke(cli, ["corpus", "add", "--manifest", str(manifest)])
+    assert result.exit_code == 0, result.output
+    assert [d["address"] for d in listed(cli)] == ["domain_knowledge/G-1", "requirement/FR-1"]
+
+
+def test_manifest_naming_a_missing_file_ingests_nothing(cli: typer.Typer, write: Write) -> None:
+    write("app/corpus/requirements.md", "## FR-1 Upload\nPhotos.\n")
+    manifest = write("app/app.yaml", "name: nutri\ncorpus: [corpus/requirements.md, gone.md]\n")
+    result = CliRunner().invoke(cli, ["corpus", "add", "--manifest", str(manifest)])
+    assert result.exit_code == 1
+    assert "gone.md: no such file" in result.stderr
+    assert listed(cli) == []
+
+
+def test_add_without_app_or_manifest_is_a_usage_error(cli: typer.Typer, write: Write) -> None:
+    path = write("requirements.md", "## FR-1 Upload\nPhotos.\n")
+    result = CliRunner().invoke(cli, ["corpus", "add", str(path)])
+    assert result.exit_code == 2
+    assert "--app is required" in result.stderr
