@@ -67,6 +67,10 @@ class LabelProbs:
     cost_usd: float = 0.0
     n_samples: int = 0
     n_calls: int = 1
+    # Probability mass the model put on the label tokens before renormalising
+    # (logprobs method only): a low value means the prompt did not make the
+    # model answer with a label, and the renormalised numbers mean little.
+    label_mass: float | None = None
 
     @property
     def top(self) -> tuple[str, float]:
@@ -111,12 +115,31 @@ class PermanentLLMError(LLMError):
     """Retrying will not help: bad request, auth failure, unknown model."""
 
 
+class InvalidRequestError(PermanentLLMError):
+    """The request itself is wrong (empty target, prompt longer than the context window, ...)."""
+
+
+class ConfigurationError(PermanentLLMError):
+    """Settings make the call impossible: unknown provider, missing key, unpriced model."""
+
+
 class CapabilityError(PermanentLLMError):
     """The provider cannot do what was asked (e.g. prompt-token log-probabilities)."""
 
 
 class BudgetExceededError(LLMError):
     """The configured spend budget is used up; no further calls are made."""
+
+
+class LabelParseError(LLMError):
+    """No sample named one of the labels, so no label probabilities can be estimated.
+
+    ``samples`` keeps the model's replies for the dead-letter reason.
+    """
+
+    def __init__(self, message: str, samples: Sequence[str]) -> None:
+        super().__init__(message)
+        self.samples = list(samples)
 
 
 class StructuredOutputError(LLMError):
@@ -128,6 +151,19 @@ class StructuredOutputError(LLMError):
     def __init__(self, message: str, raw: str) -> None:
         super().__init__(message)
         self.raw = raw
+
+
+def error_for_status(status: int, model: str, detail: str, key_setting: str) -> LLMError:
+    """The error type for an HTTP status from a vendor API: retry what may pass."""
+    if status == 429:
+        return RateLimitedError(f"{model} is rate limited (429): {detail}")
+    if status == 408:
+        return LLMTimeoutError(f"{model} timed out (408): {detail}")
+    if status == 409 or status >= 500:
+        return TransientLLMError(f"{model} failed with HTTP {status}: {detail}")
+    if status in (401, 403):
+        return PermanentLLMError(f"{model} refused the key (HTTP {status}); check {key_setting}")
+    return PermanentLLMError(f"{model} rejected the request (HTTP {status}): {detail}")
 
 
 @runtime_checkable
@@ -174,3 +210,21 @@ class Provider(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class BatchLabelProvider(Protocol):
+    """A provider that takes a group of label-probability prompts as one request.
+
+    The simulated annotators of one criterion share most of their prompt; a
+    local model keeps them together so each reuses the shared prefix's KV
+    cache instead of interleaving with other callers' prompts.
+    """
+
+    async def label_probs_many(
+        self,
+        prompts: Sequence[str | Sequence[Message]],
+        labels: Sequence[str],
+        *,
+        n_samples: int = 5,
+    ) -> list[LabelProbs]: ...

@@ -2,38 +2,49 @@
 
 It wraps one ``Provider`` and adds what every call needs regardless of vendor:
 pricing and accounting per caller (service, tier), retries with backoff on
-transient errors, a per-provider concurrency limit, a spend budget, and
-structured output with one bounded repair attempt.
+transient errors, a time limit per attempt, a per-provider concurrency limit,
+a spend budget, and structured output with one bounded repair attempt.
+
+Get one from ``reag.llm.registry.make_client``; construct it directly only in
+tests (with a ``FakeProvider``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from reag.llm.accounting import Caller, CostLedger, default_ledger
 from reag.llm.base import (
+    BatchLabelProvider,
+    BudgetExceededError,
     ChatResult,
     ContinuationScore,
     LabelProbs,
+    LLMError,
+    LLMTimeoutError,
     Message,
     Provider,
     StructuredOutputError,
     Usage,
 )
+from reag.llm.prices import PriceTable
+from reag.llm.reliability import ConcurrencyLimiter, retrying
+from reag.llm.settings import LLMSettings
+from reag.metrics import LLM_BUDGET_REMAINING, LLM_LATENCY, LLM_RETRIES
 
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
+Priced = TypeVar("Priced", ChatResult, LabelProbs, ContinuationScore)
 
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is paying: costs and metrics are broken down by these labels."""
-
-    service: str = "cli"
-    tier: str = ""  # "1", "2", "3" for judges; "" elsewhere
+__all__ = ["Caller", "LLMClient", "StructuredResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,18 +61,138 @@ class StructuredResult(Generic[T]):
 class LLMClient:
     """Accounting, reliability and structured output around one provider.
 
-    This first version delegates directly; the LLM-layer work replaces the
-    body of ``_call`` with retries, budget, concurrency and pricing without
-    changing the public methods below.
+    Clients made by the registry for the same provider share its concurrency
+    limit, and all clients of a process share one ``CostLedger`` (so the
+    budget is the process's). ``n_calls`` and ``cost_usd`` on every result
+    count every call made for it.
     """
 
-    def __init__(self, provider: Provider, caller: Caller | None = None) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        caller: Caller | None = None,
+        *,
+        settings: LLMSettings | None = None,
+        prices: PriceTable | None = None,
+        ledger: CostLedger | None = None,
+        limiter: ConcurrencyLimiter | None = None,
+    ) -> None:
         self.provider = provider
         self.caller = caller or Caller()
+        self.settings = settings or LLMSettings()
+        self.prices = prices or PriceTable.load(self.settings.prices_file)
+        self.price = self.prices.lookup(provider.model)  # an unpriced model fails here, early
+        self.ledger = ledger or default_ledger()
+        self.limiter = limiter or ConcurrencyLimiter(self.settings.concurrency)
 
     @property
     def model(self) -> str:
         return self.provider.model
+
+    def with_caller(self, caller: Caller) -> LLMClient:
+        """The same provider, ledger and limit, charged to another caller."""
+        return LLMClient(
+            self.provider,
+            caller,
+            settings=self.settings,
+            prices=self.prices,
+            ledger=self.ledger,
+            limiter=self.limiter,
+        )
+
+    # --- the machinery every call goes through ---------------------------------
+    def _check_budget(self, kind: str) -> None:
+        budget = self.settings.budget_usd
+        if budget is None:
+            return
+        spent = self.ledger.total_usd()
+        LLM_BUDGET_REMAINING.labels(self.caller.service).set(max(budget - spent, 0.0))
+        free = self.price.input == self.price.cached_input == self.price.output == 0
+        if spent > budget or (spent >= budget and not free):
+            self.ledger.record_failure(self.caller, self.model, kind, "refused_budget")
+            raise BudgetExceededError(
+                f"LLM spend of this process is {spent:.6f} USD, at or over the budget of "
+                f"{budget} USD (REAG_LLM_BUDGET_USD); {self.model} was not called. Raise the "
+                "budget or unset it to continue."
+            )
+
+    def _on_retry(self, error: BaseException) -> None:
+        LLM_RETRIES.labels(self.model, type(error).__name__).inc()
+
+    async def _run(
+        self,
+        kind: str,
+        call: Callable[[], Awaitable[R]],
+        *,
+        attempts_scale: int = 1,
+    ) -> tuple[R, float]:
+        """Budget, concurrency slot, then attempts with a time limit and retries."""
+        self._check_budget(kind)
+        s = self.settings
+        limit_s = s.timeout_s * attempts_scale
+        started = time.perf_counter()
+        try:
+            async with self.limiter.slot():
+                async for attempt in retrying(
+                    max_retries=s.max_retries,
+                    initial_s=s.backoff_initial_s,
+                    max_s=s.backoff_max_s,
+                    on_retry=self._on_retry,
+                ):
+                    with attempt:
+                        try:
+                            async with asyncio.timeout(limit_s):
+                                result = await call()
+                        except TimeoutError as exc:
+                            raise LLMTimeoutError(
+                                f"{self.model} gave no answer within {limit_s:g} s "
+                                "(REAG_LLM_TIMEOUT_S)"
+                            ) from exc
+        except LLMError:
+            self.ledger.record_failure(self.caller, self.model, kind, "error")
+            raise
+        return result, time.perf_counter() - started
+
+    def _account(self, kind: str, result: Priced, latency_s: float) -> Priced:
+        n_calls = getattr(result, "n_calls", 1)
+        cost = self.price.cost(result.usage)
+        self.ledger.record(
+            self.caller,
+            self.model,
+            kind,
+            usage=result.usage,
+            cost_usd=cost,
+            latency_s=latency_s,
+            n_calls=n_calls,
+        )
+        LLM_LATENCY.labels(self.model, self.caller.service, self.caller.tier, kind).observe(
+            latency_s
+        )
+        return dataclasses.replace(result, cost_usd=cost, latency_s=latency_s)
+
+    # --- capabilities ---------------------------------------------------------------
+    async def _chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+        stop: Sequence[str] | None,
+        json_schema: dict[str, Any] | None,
+    ) -> ChatResult:
+        result, latency = await self._run(
+            "chat",
+            lambda: self.provider.chat(
+                messages,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                json_schema=json_schema,
+                seed=seed,
+                stop=stop,
+            ),
+        )
+        return self._account("chat", result, latency)
 
     async def chat(
         self,
@@ -72,8 +203,13 @@ class LLMClient:
         seed: int | None = None,
         stop: Sequence[str] | None = None,
     ) -> ChatResult:
-        return await self.provider.chat(
-            messages, temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop
+        return await self._chat(
+            messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+            stop=stop,
+            json_schema=None,
         )
 
     async def structured(
@@ -89,17 +225,22 @@ class LLMClient:
 
         Broken JSON gets exactly one repair attempt (the model is shown its
         output and the parse error); after that ``StructuredOutputError`` with
-        the raw text.
+        the raw text. Both attempts are priced and counted.
         """
         json_schema: dict[str, Any] = schema.model_json_schema()
-        first = await self.provider.chat(
-            messages, temperature=temperature, max_tokens=max_tokens,
-            json_schema=json_schema, seed=seed,
+        first = await self._chat(
+            messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+            stop=None,
+            json_schema=json_schema,
         )
         try:
             value = schema.model_validate_json(first.text)
-            return StructuredResult(value, first.text, False, first.usage, first.cost_usd,
-                                    first.latency_s, 1)
+            return StructuredResult(
+                value, first.text, False, first.usage, first.cost_usd, first.latency_s, 1
+            )
         except ValidationError as exc:
             error = str(exc)
         repair = [
@@ -112,8 +253,13 @@ class LLMClient:
                 f"{json.dumps(json_schema)}",
             ),
         ]
-        second = await self.provider.chat(
-            repair, temperature=0.0, max_tokens=max_tokens, json_schema=json_schema, seed=seed
+        second = await self._chat(
+            repair,
+            temperature=0.0,
+            max_tokens=max_tokens,
+            seed=seed,
+            stop=None,
+            json_schema=json_schema,
         )
         usage = first.usage + second.usage
         try:
@@ -124,24 +270,66 @@ class LLMClient:
                 f"after one repair attempt: {exc.errors()[0]['msg']}",
                 raw=second.text,
             ) from exc
-        return StructuredResult(value, second.text, True, usage,
-                                first.cost_usd + second.cost_usd,
-                                first.latency_s + second.latency_s, 2)
+        return StructuredResult(
+            value,
+            second.text,
+            True,
+            usage,
+            first.cost_usd + second.cost_usd,
+            first.latency_s + second.latency_s,
+            2,
+        )
 
     async def label_probs(
-        self, prompt: str | Sequence[Message], labels: Sequence[str], *, n_samples: int = 5
+        self,
+        prompt: str | Sequence[Message],
+        labels: Sequence[str],
+        *,
+        n_samples: int | None = None,
     ) -> LabelProbs:
-        return await self.provider.label_probs(prompt, labels, n_samples=n_samples)
+        """``n_samples`` (default: settings' ``sampling_n``) matters only where sampling is used."""
+        n = n_samples or self.settings.sampling_n
+        result, latency = await self._run(
+            "label_probs",
+            lambda: self.provider.label_probs(prompt, labels, n_samples=n),
+        )
+        return self._account("label_probs", result, latency)
 
     async def label_probs_many(
-        self, prompts: Sequence[str | Sequence[Message]], labels: Sequence[str],
-        *, n_samples: int = 5,
+        self,
+        prompts: Sequence[str | Sequence[Message]],
+        labels: Sequence[str],
+        *,
+        n_samples: int | None = None,
     ) -> list[LabelProbs]:
-        """One call per prompt, in order, so a local backend can reuse a shared prefix."""
-        return [await self.label_probs(p, labels, n_samples=n_samples) for p in prompts]
+        """One result per prompt, in order.
+
+        A provider that takes the group as one request (the local model, the
+        model server) gets it whole, so the prompts' shared prefix is evaluated
+        once; other providers get the prompts concurrently, within the limit.
+        """
+        if not prompts:
+            return []
+        n = n_samples or self.settings.sampling_n
+        if not isinstance(self.provider, BatchLabelProvider):
+            return list(
+                await asyncio.gather(*(self.label_probs(p, labels, n_samples=n) for p in prompts))
+            )
+        provider = self.provider
+        results, _ = await self._run(
+            "label_probs",
+            lambda: provider.label_probs_many(prompts, labels, n_samples=n),
+            attempts_scale=len(prompts),
+        )
+        return [self._account("label_probs", r, r.latency_s) for r in results]
 
     async def score_continuation(self, context: str, target: str) -> ContinuationScore:
-        return await self.provider.score_continuation(context, target)
+        """Mean log p(target | context), exact; ``CapabilityError`` where a provider cannot."""
+        result, latency = await self._run(
+            "score",
+            lambda: self.provider.score_continuation(context, target),
+        )
+        return self._account("score", result, latency)
 
     async def aclose(self) -> None:
         await self.provider.aclose()

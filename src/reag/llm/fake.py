@@ -56,8 +56,13 @@ class FakeProvider:
         seed: int | None = None,
         stop: Sequence[str] | None = None,
     ) -> ChatResult:
-        options = {"temperature": temperature, "max_tokens": max_tokens,
-                   "json_schema": json_schema, "seed": seed, "stop": stop}
+        options = {
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "json_schema": json_schema,
+            "seed": seed,
+            "stop": stop,
+        }
         self.calls.append(FakeCall("chat", list(messages), options))
         text = self.chat_script(messages, options) if self.chat_script else "OK"
         usage = Usage(sum(_prompt_tokens(m.content) for m in messages), _prompt_tokens(text))
@@ -72,8 +77,13 @@ class FakeProvider:
         else:
             probs = {label: 1.0 / len(labels) for label in labels}
         text = prompt if isinstance(prompt, str) else " ".join(m.content for m in prompt)
-        return LabelProbs(probabilities=probs, method="logprobs", model=self.model,
-                          usage=Usage(_prompt_tokens(text), 1), latency_s=0.0)
+        return LabelProbs(
+            probabilities=probs,
+            method="logprobs",
+            model=self.model,
+            usage=Usage(_prompt_tokens(text), 1),
+            latency_s=0.0,
+        )
 
     async def score_continuation(self, context: str, target: str) -> ContinuationScore:
         self.calls.append(FakeCall("score", (context, target), {}))
@@ -81,8 +91,10 @@ class FakeProvider:
             raise CapabilityError(f"{self.model} has no score script")
         logprobs = self.score_script(context, target)
         return ContinuationScore(
-            mean_logprob=sum(logprobs) / len(logprobs), token_logprobs=logprobs,
-            model=self.model, usage=Usage(_prompt_tokens(context) + len(logprobs), 0),
+            mean_logprob=sum(logprobs) / len(logprobs),
+            token_logprobs=logprobs,
+            model=self.model,
+            usage=Usage(_prompt_tokens(context) + len(logprobs), 0),
             latency_s=0.0,
         )
 

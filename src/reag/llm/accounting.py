@@ -1,0 +1,110 @@
+"""Who spent what: running totals of every LLM call, per caller and model.
+
+One ``CostLedger`` is shared by all the clients of a process (``default_ledger``),
+so a service can read what each of its callers (service, tier) has spent and
+the spend budget applies to the process as a whole. Every recorded call is
+also exported through the ``reag_llm_*`` metrics declared in ``reag.metrics``.
+Honest cost: a result that took several calls (the sampling fallback, a
+structured-output repair) is recorded with all of them.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from reag.llm.base import Usage
+from reag.metrics import LLM_CALL_COST, LLM_CALLS, LLM_COST, LLM_TOKENS
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is paying: costs and metrics are broken down by these labels."""
+
+    service: str = "cli"
+    tier: str = ""  # "1", "2", "3" for judges; "" elsewhere
+
+
+@dataclass(slots=True)
+class Totals:
+    calls: int = 0
+    failed_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+
+class CostLedger:
+    """Thread-safe: the local provider and the model server record from worker threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._totals: dict[tuple[Caller, str], Totals] = {}
+
+    def record(
+        self,
+        caller: Caller,
+        model: str,
+        kind: str,
+        *,
+        usage: Usage,
+        cost_usd: float,
+        latency_s: float,
+        n_calls: int = 1,
+    ) -> None:
+        with self._lock:
+            totals = self._totals.setdefault((caller, model), Totals())
+            totals.calls += n_calls
+            totals.usage = totals.usage + usage
+            totals.cost_usd += cost_usd
+            totals.latency_s += latency_s
+        labels = (model, caller.service, caller.tier)
+        LLM_CALLS.labels(*labels, kind, "ok").inc(n_calls)
+        for token_type, count in (
+            ("prompt", usage.prompt_tokens),
+            ("completion", usage.completion_tokens),
+            ("cached", usage.cached_tokens),
+        ):
+            if count:
+                LLM_TOKENS.labels(*labels, token_type).inc(count)
+        LLM_COST.labels(*labels).inc(cost_usd)
+        for _ in range(n_calls):
+            LLM_CALL_COST.labels(*labels).observe(cost_usd / n_calls)
+
+    def record_failure(self, caller: Caller, model: str, kind: str, outcome: str) -> None:
+        """``outcome``: "error" (the call failed for good) or "refused_budget"."""
+        with self._lock:
+            self._totals.setdefault((caller, model), Totals()).failed_calls += 1
+        LLM_CALLS.labels(model, caller.service, caller.tier, kind, outcome).inc()
+
+    def total_usd(self) -> float:
+        with self._lock:
+            return sum(t.cost_usd for t in self._totals.values())
+
+    def by_caller(self) -> dict[Caller, Totals]:
+        """Totals per caller over all models (copies: later calls do not change them)."""
+        merged: dict[Caller, Totals] = {}
+        with self._lock:
+            for (caller, _model), t in self._totals.items():
+                m = merged.setdefault(caller, Totals())
+                m.calls += t.calls
+                m.failed_calls += t.failed_calls
+                m.usage = m.usage + t.usage
+                m.cost_usd += t.cost_usd
+                m.latency_s += t.latency_s
+        return merged
+
+    def by_caller_and_model(self) -> dict[tuple[Caller, str], Totals]:
+        with self._lock:
+            return {
+                key: Totals(t.calls, t.failed_calls, t.usage, t.cost_usd, t.latency_s)
+                for key, t in self._totals.items()
+            }
+
+
+_DEFAULT_LEDGER = CostLedger()
+
+
+def default_ledger() -> CostLedger:
+    """The process-wide ledger every client uses unless given its own."""
+    return _DEFAULT_LEDGER

