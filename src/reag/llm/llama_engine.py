@@ -1,0 +1,390 @@
+"""One GGUF model loaded by llama.cpp, driven through its low-level batch API.
+
+Why not ``llama_cpp.Llama``'s completion API: reag needs log-probabilities of
+*prompt* tokens (ICRALM) and of the next token restricted to a label set, and
+the high-level API gets them only with ``logits_all=True``, which keeps a
+262k-wide row per token and sorts it in Python. Here a decode asks llama.cpp
+for logits only at the positions that are read.
+
+The engine keeps track of which tokens sit in the KV cache and reuses the
+longest common prefix with the next request, so the simulated annotators of
+one criterion, whose prompts share everything but their examples, pay for the
+shared part once. The full-size sliding-window cache (``swa_full``) is what
+makes cutting the cache back to an arbitrary prefix valid for Gemma 3.
+
+Not thread-safe by itself: every public method takes ``lock`` (re-entrant, so
+a caller can hold it across a group of calls that should stay together).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import math
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from reag.llm.base import InvalidRequestError, PermanentLLMError
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+LogitsRow = npt.NDArray[np.float32]
+
+# Gemma's turn markers; they are control tokens and are only ever produced by
+# ``chat_ids``, never parsed out of message text.
+START_OF_TURN = "<start_of_turn>"
+END_OF_TURN = "<end_of_turn>"
+_GEMMA_ROLES = {"user": "user", "assistant": "model"}
+
+# llama.cpp keeps only a raw pointer to the log callback: hold the Python object here.
+_LOG_HANDLERS: list[Any] = []
+
+
+def _route_llama_logs() -> None:
+    """Send llama.cpp's own log lines to Python logging (DEBUG) instead of stderr."""
+    if _LOG_HANDLERS:
+        return
+    import llama_cpp
+
+    native = logging.getLogger("reag.llm.llama_cpp")
+
+    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
+    def handler(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        if native.isEnabledFor(logging.DEBUG):
+            native.debug(text.decode("utf-8", errors="replace").rstrip())
+
+    _LOG_HANDLERS.append(handler)
+    llama_cpp.llama_log_set(handler, ctypes.c_void_p(0))
+
+
+@dataclass(frozen=True, slots=True)
+class EvalStats:
+    """Tokens of one request: ``cached`` of ``prompt`` came from the KV cache."""
+
+    prompt: int
+    cached: int
+    generated: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    text: str
+    stats: EvalStats
+    finish_reason: str  # "stop" (end of turn or a stop string), "length"
+
+
+def _log_softmax_at(row: LogitsRow, token_ids: Sequence[int]) -> list[float]:
+    """log p(token) under the full-vocabulary softmax of one logits row, in float64."""
+    wide = row.astype(np.float64)
+    peak = float(wide.max())
+    lse = peak + math.log(float(np.exp(wide - peak).sum()))
+    return [float(wide[t]) - lse for t in token_ids]
+
+
+class LlamaEngine:
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+    ) -> None:
+        import llama_cpp
+        from llama_cpp._internals import LlamaBatch, LlamaContext, LlamaModel
+
+        if not model_path.exists():
+            raise PermanentLLMError(f"model file {model_path} does not exist")
+        _route_llama_logs()
+        self._llama = llama_cpp
+        self.model_path = model_path
+        self.lock = threading.RLock()
+        threads = n_threads or os.cpu_count() or 1
+        # llama-cpp-python's wrappers are untyped; they are held as Any.
+        self._model: Any = LlamaModel(
+            path_model=str(model_path),
+            params=llama_cpp.llama_model_default_params(),
+            verbose=False,
+        )
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = n_batch
+        params.n_ubatch = n_batch
+        params.n_threads = threads
+        params.n_threads_batch = threads
+        params.n_seq_max = 1
+        params.swa_full = True  # keep every position so the cache can be cut back anywhere
+        self._ctx: Any = LlamaContext(model=self._model, params=params, verbose=False)
+        self._batch: Any = LlamaBatch(n_tokens=n_batch, embd=0, n_seq_max=1, verbose=False)
+        self.n_ctx = self._ctx.n_ctx()
+        self.n_batch = n_batch
+        self.n_vocab = self._model.n_vocab()
+        self._vocab = self._model.vocab
+        self._evaluated: list[int] = []
+        self._piece_buf = ctypes.create_string_buffer(256)
+        self._special: dict[str, list[int]] = {
+            marker: list(self._model.tokenize(marker.encode(), add_bos=False, special=True))
+            for marker in (START_OF_TURN, END_OF_TURN)
+        }
+
+    # --- tokens ---------------------------------------------------------------
+    def tokenize(self, text: str, *, bos: bool) -> list[int]:
+        """Text as plain text: control-token spellings inside it are not honoured."""
+        with self.lock:
+            return list(self._model.tokenize(text.encode("utf-8"), add_bos=bos, special=False))
+
+    def token_bytes(self, token: int) -> bytes:
+        with self.lock:
+            n = self._llama.llama_token_to_piece(
+                self._vocab, token, self._piece_buf, len(self._piece_buf), 0, False
+            )
+            return self._piece_buf.raw[: max(n, 0)]
+
+    def chat_ids(self, turns: Sequence[tuple[str, str]]) -> list[int]:
+        """Gemma turn markup around (role, text) turns, ending with an open model turn.
+
+        Gemma has no system role: system text opens the first user turn, as
+        Gemma's own template does. A final assistant turn is left open, so the
+        model continues it.
+        """
+        system = "\n\n".join(text for role, text in turns if role == "system")
+        convo = [(role, text) for role, text in turns if role != "system"]
+        if system:
+            if convo and convo[0][0] == "user":
+                convo[0] = ("user", f"{system}\n\n{convo[0][1]}")
+            else:
+                convo.insert(0, ("user", system))
+        ids = self.tokenize("", bos=True)
+        for index, (role, text) in enumerate(convo):
+            header = self.tokenize(f"{_GEMMA_ROLES[role]}\n", bos=False)
+            ids += self._special[START_OF_TURN] + header
+            ids += self.tokenize(text, bos=False)
+            if index == len(convo) - 1 and role == "assistant":
+                return ids
+            ids += self._special[END_OF_TURN] + self.tokenize("\n", bos=False)
+        return ids + self._special[START_OF_TURN] + self.tokenize("model\n", bos=False)
+
+    def label_token_sets(self, labels: Sequence[str]) -> dict[str, list[int]]:
+        """First tokens by which the model can start each label.
+
+        Casing and a leading space vary with the prompt ("Answer: YES" vs a new
+        turn), so each label gets the first token of each such spelling. A token
+        that could start two labels counts for neither.
+        """
+        sets: dict[str, set[int]] = {}
+        for label in labels:
+            spellings = {label, label.upper(), label.lower(), label.capitalize()}
+            firsts = set()
+            for spelling in spellings:
+                for variant in (spelling, " " + spelling):
+                    ids = self.tokenize(variant, bos=False)
+                    if ids:
+                        firsts.add(ids[0])
+            sets[label] = firsts
+        shared = {t for a in labels for b in labels if a != b for t in sets[a] & sets[b]}
+        result = {label: sorted(sets[label] - shared) for label in labels}
+        empty = [label for label, ids in result.items() if not ids]
+        if empty:
+            raise InvalidRequestError(
+                f"labels {empty} share every first token with another label, so the model "
+                "cannot tell them apart in one token; use labels that start differently"
+            )
+        return result
+
+    # --- evaluation -------------------------------------------------------------
+    @property
+    def cached_tokens(self) -> int:
+        return len(self._evaluated)
+
+    def reset(self) -> None:
+        """Forget the KV cache, so the next request is evaluated from scratch."""
+        with self.lock:
+            self._ctx.kv_cache_clear()
+            self._evaluated = []
+
+    def _evaluate(
+        self,
+        ids: Sequence[int],
+        logit_positions: Sequence[int],
+        read: Callable[[int, LogitsRow], R],
+    ) -> tuple[dict[int, R], int]:
+        """Make the KV cache hold exactly ``ids``; ``read`` the logits at each position.
+
+        Returns what ``read`` gave per position and how many leading tokens
+        were reused from the cache. A position whose logits are needed is
+        re-evaluated even when cached, since llama.cpp keeps logits only for the
+        last decode.
+        """
+        if not ids:
+            raise InvalidRequestError("nothing to evaluate: the prompt is empty")
+        if len(ids) > self.n_ctx:
+            raise InvalidRequestError(
+                f"{len(ids)} tokens do not fit the local model's context of {self.n_ctx}; "
+                "shorten the prompt or raise REAG_LLM_LOCAL_CONTEXT"
+            )
+        wanted = set(logit_positions)
+        reuse = 0
+        for old, new in zip(self._evaluated, ids, strict=False):
+            if old != new:
+                break
+            reuse += 1
+        reuse = min(reuse, *wanted, len(ids) - 1)
+        if reuse < len(self._evaluated) and not self._ctx.kv_cache_seq_rm(0, reuse, -1):
+            self._ctx.kv_cache_clear()
+            reuse = 0
+        del self._evaluated[reuse:]
+        out: dict[int, R] = {}
+        batch = self._batch.batch
+        for start in range(reuse, len(ids), self.n_batch):
+            chunk = ids[start : start + self.n_batch]
+            batch.n_tokens = len(chunk)
+            for i, token in enumerate(chunk):
+                batch.token[i] = token
+                batch.pos[i] = start + i
+                batch.seq_id[i][0] = 0
+                batch.n_seq_id[i] = 1
+                batch.logits[i] = (start + i) in wanted
+            try:
+                self._ctx.decode(self._batch)
+            except RuntimeError as exc:
+                self._ctx.kv_cache_clear()
+                self._evaluated = []
+                raise PermanentLLMError(f"llama.cpp could not evaluate the prompt: {exc}") from exc
+            self._evaluated.extend(chunk)
+            for i in range(len(chunk)):
+                if batch.logits[i]:
+                    row = np.ctypeslib.as_array(self._ctx.get_logits_ith(i), shape=(self.n_vocab,))
+                    out[start + i] = read(start + i, row)
+        return out, reuse
+
+    def _decode_one(self, token: int) -> None:
+        """Append one sampled token to the cache, keeping its logits for the next sample."""
+        batch = self._batch.batch
+        batch.n_tokens = 1
+        batch.token[0] = token
+        batch.pos[0] = len(self._evaluated)
+        batch.seq_id[0][0] = 0
+        batch.n_seq_id[0] = 1
+        batch.logits[0] = True
+        try:
+            self._ctx.decode(self._batch)
+        except RuntimeError as exc:
+            self._ctx.kv_cache_clear()
+            self._evaluated = []
+            raise PermanentLLMError(f"llama.cpp could not extend the generation: {exc}") from exc
+        self._evaluated.append(token)
+
+    def score(
+        self, context_ids: Sequence[int], target_ids: Sequence[int]
+    ) -> tuple[list[float], EvalStats]:
+        """log p(target_k | context, target_<k) for each target token, exact."""
+        if not context_ids or not target_ids:
+            raise InvalidRequestError("continuation scoring needs a non-empty context and target")
+        ids = [*context_ids, *target_ids]
+        first = len(context_ids) - 1
+        with self.lock:
+            rows, reused = self._evaluate(
+                ids,
+                range(first, len(ids) - 1),
+                lambda pos, row: _log_softmax_at(row, [ids[pos + 1]])[0],
+            )
+        logprobs = [rows[pos] for pos in range(first, len(ids) - 1)]
+        return logprobs, EvalStats(prompt=len(ids), cached=reused)
+
+    def label_logprobs(
+        self, ids: Sequence[int], label_tokens: dict[str, list[int]]
+    ) -> tuple[dict[str, float], EvalStats]:
+        """log p(the next token starts label) for each label, over the full vocabulary."""
+        last = len(ids) - 1
+        with self.lock:
+            rows, reused = self._evaluate(
+                ids,
+                [last],
+                lambda _pos, row: {
+                    label: _log_softmax_at(row, tokens) for label, tokens in label_tokens.items()
+                },
+            )
+        per_label = {
+            label: float(np.logaddexp.reduce(np.array(lps))) for label, lps in rows[last].items()
+        }
+        return per_label, EvalStats(prompt=len(ids), cached=reused)
+
+    def generate(
+        self,
+        ids: Sequence[int],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        stop: Sequence[str] = (),
+        json_schema: dict[str, Any] | None = None,
+    ) -> Generation:
+        """Sample up to ``max_tokens`` tokens; with ``json_schema``, only text that matches it."""
+        from llama_cpp._internals import LlamaSampler
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        with self.lock:
+            sampler_type: Any = LlamaSampler  # untyped constructor
+            sampler = sampler_type()
+            try:
+                if json_schema is not None:
+                    grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
+                    sampler.add_grammar(self._model, grammar)
+                if temperature <= 0:
+                    sampler.add_greedy()
+                else:
+                    sampler.add_temp(temperature)
+                    sampler.add_dist(self._llama.LLAMA_DEFAULT_SEED if seed is None else seed)
+                _, reused = self._evaluate(ids, [len(ids) - 1], lambda _pos, _row: None)
+                return self._sample_loop(sampler, len(ids), reused, max_tokens, stop)
+            finally:
+                sampler.close()
+
+    def _sample_loop(
+        self,
+        sampler: Any,
+        n_prompt: int,
+        reused: int,
+        max_tokens: int,
+        stop: Sequence[str],
+    ) -> Generation:
+        out = bytearray()
+        generated = 0
+        finish = "length"
+        budget = min(max_tokens, self.n_ctx - n_prompt)
+        while generated < budget:
+            token = sampler.sample(self._ctx, -1)  # also advances the grammar
+            if self._llama.llama_vocab_is_eog(self._vocab, token):
+                finish = "stop"
+                break
+            generated += 1
+            out += self.token_bytes(token)
+            text = out.decode("utf-8", errors="ignore")
+            hit = next((s for s in stop if s and s in text), None)
+            if hit is not None:
+                out = bytearray(text[: text.index(hit)].encode("utf-8"))
+                finish = "stop"
+                break
+            if generated < budget:
+                self._decode_one(token)
+        return Generation(
+            text=out.decode("utf-8", errors="replace"),
+            stats=EvalStats(prompt=n_prompt, cached=reused, generated=generated),
+            finish_reason=finish,
+        )
+
+    def close(self) -> None:
+        with self.lock:
+            self._batch.close()
+            self._ctx.close()
+            self._model.close()
+            self._evaluated = []

@@ -1,0 +1,142 @@
+"""From a model string to a ready ``LLMClient``: the only place providers are chosen.
+
+``openai:<model>``, ``gemini:<model>`` and ``local:gemma-3-270m`` (the default).
+The local model is loaded once per process and shared by every client that
+names it (or reached through the model server when ``REAG_LLM_LOCAL_URL`` is
+set); clients of one provider share its concurrency limit; all clients share
+the process's ``CostLedger``. ``fake:`` models are not reachable from here:
+tests construct ``LLMClient(FakeProvider(...))`` themselves.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from reag.llm.accounting import Caller, default_ledger
+from reag.llm.base import ConfigurationError, Provider
+from reag.llm.client import LLMClient
+from reag.llm.llama_engine import LlamaEngine
+from reag.llm.prices import PriceTable
+from reag.llm.reliability import ConcurrencyLimiter
+from reag.llm.settings import LLMSettings
+
+PROVIDERS = ("openai", "gemini", "local")
+
+_lock = threading.Lock()
+_engines: dict[tuple[Path, int, int | None, int], LlamaEngine] = {}
+_limiters: dict[str, ConcurrencyLimiter] = {}
+_prices: dict[Path | None, PriceTable] = {}
+
+
+def parse_model(model: str) -> tuple[str, str]:
+    """``"openai:gpt-4.1-mini"`` → ``("openai", "gpt-4.1-mini")``."""
+    provider, sep, name = model.partition(":")
+    if not sep or not name:
+        raise ConfigurationError(
+            f"model {model!r} is not of the form '<provider>:<model>'; providers: "
+            f"{', '.join(PROVIDERS)} (e.g. 'openai:gpt-4.1-mini', 'local:gemma-3-270m')"
+        )
+    if provider == "fake":
+        raise ConfigurationError(
+            "fake: models exist only in unit tests; construct LLMClient(FakeProvider(...))"
+        )
+    if provider not in PROVIDERS:
+        raise ConfigurationError(
+            f"unknown provider {provider!r} in {model!r}; known: {', '.join(PROVIDERS)}"
+        )
+    return provider, name
+
+
+def local_engine(settings: LLMSettings) -> LlamaEngine:
+    """The process's loaded local model for these settings, loading it on first use."""
+    from reag.llm.local import ensure_local_weights
+
+    key = (
+        settings.local_model_path,
+        settings.local_context,
+        settings.local_threads,
+        settings.local_batch,
+    )
+    with _lock:
+        engine = _engines.get(key)
+        if engine is None:
+            path = ensure_local_weights(settings.local_model_path)
+            engine = LlamaEngine(
+                path,
+                n_ctx=settings.local_context,
+                n_threads=settings.local_threads,
+                n_batch=settings.local_batch,
+            )
+            _engines[key] = engine
+        return engine
+
+
+def make_provider(model: str, settings: LLMSettings, *, in_process: bool = False) -> Provider:
+    """``in_process``: load a local model here even if ``local_url`` is set (the server does)."""
+    provider, name = parse_model(model)
+    if provider == "openai":
+        from reag.llm.openai_provider import OpenAIProvider
+
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        return OpenAIProvider(
+            name, api_key=key, base_url=settings.openai_base_url, timeout_s=settings.timeout_s
+        )
+    if provider == "gemini":
+        from reag.llm.gemini_provider import GeminiProvider
+
+        key = settings.gemini_api_key.get_secret_value() if settings.gemini_api_key else None
+        return GeminiProvider(name, api_key=key, timeout_s=settings.timeout_s)
+    from reag.llm.local import LOCAL_MODEL_NAMES, LocalProvider
+
+    if name not in LOCAL_MODEL_NAMES:
+        raise ConfigurationError(
+            f"no local model named {name!r}; available: "
+            f"{', '.join('local:' + n for n in LOCAL_MODEL_NAMES)}"
+        )
+    if settings.local_url and not in_process:
+        from reag.llm.remote import ModelServerProvider
+
+        return ModelServerProvider(settings.local_url, model, timeout_s=settings.timeout_s)
+    return LocalProvider(local_engine(settings), model)
+
+
+def _shared_limiter(provider: Provider, settings: LLMSettings) -> ConcurrencyLimiter:
+    base = getattr(provider, "base_url", None) or ""
+    key = f"{provider.model}@{base}#{settings.concurrency}"
+    with _lock:
+        limiter = _limiters.get(key)
+        if limiter is None:
+            limiter = _limiters[key] = ConcurrencyLimiter(settings.concurrency)
+        return limiter
+
+
+def _price_table(settings: LLMSettings) -> PriceTable:
+    with _lock:
+        table = _prices.get(settings.prices_file)
+        if table is None:
+            table = _prices[settings.prices_file] = PriceTable.load(settings.prices_file)
+        return table
+
+
+def make_client(
+    model: str | None = None,
+    *,
+    caller: Caller | None = None,
+    settings: LLMSettings | None = None,
+) -> LLMClient:
+    """A client for ``model`` (default: settings' ``model``), charged to ``caller``.
+
+    Fails fast with ``ConfigurationError`` for an unknown provider, a missing
+    key, or a model the price table does not list.
+    """
+    settings = settings or LLMSettings()
+    provider = make_provider(model or settings.model, settings)
+    return LLMClient(
+        provider,
+        caller,
+        settings=settings,
+        prices=_price_table(settings),
+        ledger=default_ledger(),
+        limiter=_shared_limiter(provider, settings),
+    )

@@ -1,0 +1,82 @@
+"""The model server: one loaded model shared by several services over HTTP.
+
+Each service loading its own copy of the local model costs memory and, on a
+machine with few cores, contention; ``reag llm serve`` loads it once and the
+services reach it with ``REAG_LLM_LOCAL_URL``. The server does no accounting
+(clients price and count what they asked for); it only runs the provider.
+An annotator group arrives as one ``/v1/label_probs_many`` request and is run
+under one hold of the model's lock, so requests from other services cannot
+slip in between and evict the group's shared prefix from the KV cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from reag.llm.base import BatchLabelProvider, LLMError, Provider
+from reag.llm.wire import (
+    ChatRequest,
+    LabelManyRequest,
+    LabelRequest,
+    ScoreRequest,
+    error_to_wire,
+    from_wire_messages,
+    from_wire_prompt,
+    result_to_wire,
+)
+
+
+def create_app(provider: Provider) -> FastAPI:
+    app = FastAPI(
+        title="reag model server",
+        version="1",
+        description=f"Serves {provider.model} to reag services.",
+    )
+
+    @app.exception_handler(LLMError)
+    async def llm_error(_request: Request, exc: LLMError) -> JSONResponse:
+        status, body = error_to_wire(exc)
+        return JSONResponse(status_code=status, content=body.model_dump())
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok", "model": provider.model}
+
+    @app.post("/v1/chat")
+    async def chat(req: ChatRequest) -> dict[str, Any]:
+        result = await provider.chat(
+            from_wire_messages(req.messages),
+            temperature=req.temperature,
+            max_tokens=req.max_tokens,
+            json_schema=req.json_schema,
+            seed=req.seed,
+            stop=req.stop,
+        )
+        return result_to_wire(result)
+
+    @app.post("/v1/label_probs")
+    async def label_probs(req: LabelRequest) -> dict[str, Any]:
+        result = await provider.label_probs(
+            from_wire_prompt(req.prompt), req.labels, n_samples=req.n_samples
+        )
+        return result_to_wire(result)
+
+    @app.post("/v1/label_probs_many")
+    async def label_probs_many(req: LabelManyRequest) -> list[dict[str, Any]]:
+        prompts = [from_wire_prompt(p) for p in req.prompts]
+        if isinstance(provider, BatchLabelProvider):
+            results = await provider.label_probs_many(prompts, req.labels, n_samples=req.n_samples)
+        else:
+            results = [
+                await provider.label_probs(p, req.labels, n_samples=req.n_samples) for p in prompts
+            ]
+        return [result_to_wire(r) for r in results]
+
+    @app.post("/v1/score")
+    async def score(req: ScoreRequest) -> dict[str, Any]:
+        return result_to_wire(await provider.score_continuation(req.context, req.target))
+
+    return app
