@@ -1,0 +1,199 @@
+"""``reag calibrate`` and ``reag sweep``: conformal thresholds for the judge cascade.
+
+Both read judge scores on expert-labelled items (a JSONL file of
+``reag.calibration.ScoreRecord``). ``calibrate --labels`` instead runs the
+judges on a labelled set first; that path belongs to the judge package, which
+provides ``reag.calibration.labelled.score_labelled_set(path) -> list[ScoreRecord]``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+import typer
+
+if TYPE_CHECKING:
+    from reag.calibration import CascadeCalibration, ScoreRecord
+
+DEFAULT_GRID = "0.999:0.5:0.001"
+
+
+class ModeChoice(StrEnum):
+    cascade = "cascade"
+    system = "system"
+    independent = "independent"
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def _labelled_scores(labels: Path) -> Sequence[ScoreRecord]:
+    try:
+        module = importlib.import_module("reag.calibration.labelled")
+        score_labelled_set = cast(
+            "Callable[[Path], Sequence[ScoreRecord]]", module.score_labelled_set
+        )
+    except (ImportError, AttributeError) as exc:
+        raise _fail(
+            "--labels runs every tier's judge on the labelled set and needs the judge "
+            f"package, which this installation does not have yet ({exc}). Score the set "
+            "with the judges elsewhere and pass the result with --scores FILE."
+        ) from exc
+    return score_labelled_set(labels)
+
+
+def _load(
+    scores: Path | None,
+    labels: Path | None,
+    read_scores: Callable[[Path], Sequence[ScoreRecord]],
+) -> Sequence[ScoreRecord]:
+    if scores is not None and labels is None:
+        return read_scores(scores)
+    if labels is not None and scores is None:
+        return _labelled_scores(labels)
+    raise _fail("give exactly one of --scores FILE or --labels FILE")
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _table(calibration: CascadeCalibration) -> str:
+    tier_delta = calibration.tiers[0].delta if calibration.tiers else calibration.delta
+    lines = [
+        f"mode {calibration.mode}: α={calibration.alpha:g}, δ={calibration.delta:g} "
+        f"(each tier tested at {tier_delta:.4g}), τ={calibration.tau}, "
+        f"{calibration.n_items} items, calibration hash {calibration.calibration_hash[:12]}",
+        "",
+        f"{'tier':<5}{'λ̂':>8}{'n':>7}{'accepted':>10}{'R̂':>8}{'R̂+':>8}{'T':>6}",
+    ]
+    for t, fit in enumerate(calibration.tiers, start=1):
+        lam = "none" if fit.threshold is None else f"{fit.threshold:.3f}"
+        lines.append(
+            f"{t:<5}{lam:>8}{fit.n:>7}{fit.n_accepted:>10}{_fmt(fit.risk):>8}"
+            f"{_fmt(fit.risk_upper):>8}{fit.temperature:>6g}"
+        )
+    lines.append("")
+    lines += [f"tier {t}: {fit.reason}" for t, fit in enumerate(calibration.tiers, start=1)]
+    return "\n".join(lines)
+
+
+def calibrate(
+    *,
+    scores: Annotated[
+        Path | None,
+        typer.Option("--scores", help="JSONL of judge scores on expert-labelled items."),
+    ] = None,
+    labels: Annotated[
+        Path | None,
+        typer.Option("--labels", help="Expert-labelled set to run the judges on first."),
+    ] = None,
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="Tolerated disagreement rate among accepted verdicts.")
+    ] = 0.1,
+    delta: Annotated[
+        float, typer.Option("--delta", help="Allowed probability that the bound fails.")
+    ] = 0.1,
+    independent: Annotated[
+        bool, typer.Option("--independent", help="Calibrate every tier on every item.")
+    ] = False,
+    system: Annotated[
+        bool,
+        typer.Option("--system", help="Split δ across tiers: whole accepted set risk ≤ α."),
+    ] = False,
+    tau: Annotated[
+        int, typer.Option("--tau", help="Temperature-scale a tier accepting fewer items (0: off).")
+    ] = 5,
+    grid: Annotated[
+        str, typer.Option("--grid", help="Candidate thresholds START:STOP:STEP.")
+    ] = DEFAULT_GRID,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Fit each tier's confidence threshold λ̂ by fixed-sequence testing (paper 3.4.2)."""
+    from reag.calibration import CalibrationError, Grid, Mode, calibrate_cascade, read_scores
+
+    if independent and system:
+        raise _fail("--independent and --system are different modes; pick one")
+    mode: Mode = "independent" if independent else "system" if system else "cascade"
+    try:
+        records = _load(scores, labels, read_scores)
+        calibration = calibrate_cascade(
+            records, alpha=alpha, delta=delta, mode=mode, tau=tau, grid=Grid.parse(grid)
+        )
+    except CalibrationError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        typer.echo(json.dumps(calibration.summary(), indent=2))
+    else:
+        typer.echo(_table(calibration))
+
+
+def sweep(
+    *,
+    scores: Annotated[
+        Path, typer.Option("--scores", help="JSONL of judge scores to calibrate on.")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Folder for sweep.csv, sweep.md, plots.")],
+    eval_scores: Annotated[
+        Path | None,
+        typer.Option("--eval-scores", help="Separate scores to evaluate on (else --split)."),
+    ] = None,
+    split: Annotated[
+        float | None,
+        typer.Option("--split", help="Fraction of items to calibrate on [default: 0.5]."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the split.")] = 0,
+    alphas: Annotated[
+        str, typer.Option("--alphas", help="START:STOP:STEP (inclusive) or a comma list.")
+    ] = "0.10:0.40:0.02",
+    tier_costs: Annotated[
+        str,
+        typer.Option("--tier-costs", help="Relative cost per call of each tier (if no cost_usd)."),
+    ] = "1,3,4.6",
+    delta: Annotated[float, typer.Option("--delta")] = 0.1,
+    mode: Annotated[ModeChoice, typer.Option("--mode")] = ModeChoice.cascade,
+    tau: Annotated[int, typer.Option("--tau")] = 5,
+    grid: Annotated[str, typer.Option("--grid")] = DEFAULT_GRID,
+) -> None:
+    """Coverage, selective agreement and honest cost over α, beside each judge alone."""
+    from reag.calibration import CalibrationError, Grid, read_scores
+    from reag.calibration.report import markdown, write_sweep
+    from reag.calibration.sweep import parse_alphas, parse_tier_costs, run_sweep, split_records
+
+    if eval_scores is not None and split is not None:
+        raise _fail("--eval-scores and --split are alternatives; give one")
+    try:
+        cal, evaluation = split_records(
+            read_scores(scores),
+            read_scores(eval_scores) if eval_scores is not None else None,
+            fraction=0.5 if split is None else split,
+            seed=seed,
+        )
+        result = run_sweep(
+            cal,
+            evaluation,
+            alphas=parse_alphas(alphas),
+            delta=delta,
+            mode=mode.value,
+            tier_costs=parse_tier_costs(tier_costs),
+            tau=tau,
+            grid=Grid.parse(grid),
+        )
+    except CalibrationError as exc:
+        raise _fail(str(exc)) from exc
+    paths = write_sweep(result, out)
+    typer.echo(markdown(result))
+    typer.echo("wrote " + ", ".join(str(p) for p in paths))
+
+
+def register(app: typer.Typer) -> None:
+    commands: dict[str, Callable[..., Any]] = {"calibrate": calibrate, "sweep": sweep}
+    for name, command in commands.items():
+        app.command(name)(command)
