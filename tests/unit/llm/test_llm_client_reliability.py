@@ -1,0 +1,166 @@
+"""Retries, time limits and the concurrency limit of LLMClient, on a scripted provider."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+
+from reag.llm.accounting import Caller, CostLedger
+from reag.llm.base import (
+    ChatResult,
+    LLMTimeoutError,
+    Message,
+    PermanentLLMError,
+    RateLimitedError,
+    TransientLLMError,
+    Usage,
+)
+from reag.llm.client import LLMClient
+from reag.llm.fake import FakeProvider
+from reag.llm.reliability import ConcurrencyLimiter
+from reag.llm.settings import LLMSettings
+
+HELLO = [Message("user", "hello")]
+
+
+def failing_then_ok(failures: list[Exception]) -> Any:
+    def script(_messages: Sequence[Message], _options: dict[str, Any]) -> str:
+        if failures:
+            raise failures.pop(0)
+        return "fine"
+
+    return script
+
+
+def retries_seen(model: str, reason: str) -> float:
+    value = REGISTRY.get_sample_value("reag_llm_retries_total", {"model": model, "reason": reason})
+    return value or 0.0
+
+
+async def test_two_rate_limits_then_success_returns_the_answer(
+    llm_settings: LLMSettings, ledger: CostLedger
+) -> None:
+    provider = FakeProvider(
+        model="fake:retry-ok",
+        chat_script=failing_then_ok([RateLimitedError("429"), RateLimitedError("429")]),
+    )
+    client = LLMClient(provider, Caller("judge", "1"), settings=llm_settings, ledger=ledger)
+    before = retries_seen("fake:retry-ok", "RateLimitedError")
+
+    result = await client.chat(HELLO)
+
+    assert result.text == "fine"
+    assert len(provider.calls) == 3
+    assert retries_seen("fake:retry-ok", "RateLimitedError") - before == 2
+    assert ledger.by_caller()[Caller("judge", "1")].calls == 1
+
+
+async def test_retries_stop_after_the_configured_number(
+    llm_settings: LLMSettings, ledger: CostLedger
+) -> None:
+    provider = FakeProvider(
+        model="fake:retry-exhausted",
+        chat_script=failing_then_ok([TransientLLMError("503")] * 10),
+    )
+    client = LLMClient(provider, settings=llm_settings, ledger=ledger)
+
+    with pytest.raises(TransientLLMError):
+        await client.chat(HELLO)
+
+    assert len(provider.calls) == llm_settings.max_retries + 1
+    assert ledger.by_caller()[Caller()].failed_calls == 1
+
+
+async def test_permanent_errors_are_not_retried(
+    llm_settings: LLMSettings, ledger: CostLedger
+) -> None:
+    provider = FakeProvider(
+        model="fake:permanent", chat_script=failing_then_ok([PermanentLLMError("400")])
+    )
+    client = LLMClient(provider, settings=llm_settings, ledger=ledger)
+
+    with pytest.raises(PermanentLLMError):
+        await client.chat(HELLO)
+
+    assert len(provider.calls) == 1
+
+
+class SlowOnceProvider(FakeProvider):
+    """Hangs on its first chat call, answers at once after that."""
+
+    async def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
+        first = not self.calls
+        result = await super().chat(messages, **options)
+        if first:
+            await asyncio.sleep(10)
+        return result
+
+
+async def test_an_attempt_over_the_time_limit_is_retried_as_a_timeout(
+    llm_settings: LLMSettings, ledger: CostLedger
+) -> None:
+    settings = llm_settings.model_copy(update={"timeout_s": 0.05})
+    provider = SlowOnceProvider(model="fake:slow")
+    client = LLMClient(provider, settings=settings, ledger=ledger)
+    before = retries_seen("fake:slow", "LLMTimeoutError")
+
+    result = await client.chat(HELLO)
+
+    assert result.text == "OK"
+    assert len(provider.calls) == 2
+    assert retries_seen("fake:slow", "LLMTimeoutError") - before == 1
+
+
+async def test_a_call_that_always_hangs_ends_in_llm_timeout_error(
+    llm_settings: LLMSettings, ledger: CostLedger
+) -> None:
+    settings = llm_settings.model_copy(update={"timeout_s": 0.02, "max_retries": 1})
+
+    class Hanging(FakeProvider):
+        async def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
+            await super().chat(messages, **options)
+            await asyncio.sleep(10)
+            raise AssertionError("unreachable")
+
+    provider = Hanging(model="fake:hang")
+    with pytest.raises(LLMTimeoutError, match="REAG_LLM_TIMEOUT_S"):
+        await LLMClient(provider, settings=settings, ledger=ledger).chat(HELLO)
+    assert len(provider.calls) == 2
+
+
+class CountingProvider(FakeProvider):
+    """Records the most chat calls it ever had in flight at once."""
+
+    in_flight: int = 0
+    peak: int = 0
+
+    async def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await asyncio.sleep(0.01)
+            return ChatResult("x", self.model, Usage(1, 1), 0.0)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_concurrency_limit_is_shared_by_clients_of_one_provider(
+    llm_settings: LLMSettings, ledger: CostLedger
+) -> None:
+    provider = CountingProvider(model="fake:busy")
+    limiter = ConcurrencyLimiter(2)
+    judge = LLMClient(
+        provider, Caller("judge", "1"), settings=llm_settings, ledger=ledger, limiter=limiter
+    )
+    oracle = judge.with_caller(Caller("oracle"))
+
+    await asyncio.gather(*(c.chat(HELLO) for c in (judge, oracle) * 4))
+
+    assert provider.peak == 2
+    totals = ledger.by_caller()
+    assert totals[Caller("judge", "1")].calls == 4
+    assert totals[Caller("oracle")].calls == 4
