@@ -1,0 +1,370 @@
+"""The ledger store: events in, one recomputed result per case out, idempotently.
+
+Every ``record_*`` call is one transaction: upsert the event under its id,
+reload everything known for the case, rebuild the result with
+``reag.ledger.outcome.build_result`` and keep it if it changed. The case row
+is locked first (``SELECT ... FOR UPDATE`` on PostgreSQL; one writer at a
+time within a process for SQLite), so ledger instances consuming different
+partitions never interleave on one case.
+
+Publishing is at-least-once: ``LedgerUpdate.publish`` is true when a complete
+(or once-published) result changed, and also when the event was a duplicate,
+because a redelivery usually means the previous publish was never
+acknowledged. Consumers of ``reag.results.v1`` keep the latest result per key.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from reag import metrics
+from reag.ledger.outcome import CaseEvents, build_result
+from reag.ledger.summary import LABEL_NAMES, OUTCOME_NAMES, summarize
+from reag.ledger.tables import LEDGER_TABLES, LedgerCaseRow, LedgerCriterionRow, LedgerReviewRow
+from reag.storage import Base, make_engine
+from reag.v1 import api_pb2
+from reag.v1 import events_pb2 as pb
+
+DEFAULT_PAGE = 100
+MAX_PAGE = 1000
+
+
+class LedgerError(Exception):
+    """Base of the ledger's errors."""
+
+
+class EventWithoutCaseError(LedgerError):
+    """An event reached the store without the case id that keys everything."""
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """A reviewer's label compared with an accepted verdict, for the agreement metric."""
+
+    criterion_id: str
+    reviewer: str
+    tier: int
+    agreed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerUpdate:
+    """What recording one event did to its case."""
+
+    result: pb.Result
+    changed: bool
+    duplicate: bool
+    publish: bool
+    agreements: tuple[Agreement, ...] = field(default=())
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _bytes(message: pb.Verdict | pb.Abstain | pb.Review | pb.Oracle | pb.EventMeta) -> bytes:
+    return message.SerializeToString(deterministic=True)
+
+
+def _comparable(result: pb.Result | None) -> bytes | None:
+    if result is None:
+        return None
+    copy = pb.Result()
+    copy.CopyFrom(result)
+    copy.meta.ClearField("created_at")
+    return copy.SerializeToString(deterministic=True)
+
+
+def _trim_oracle(oracle: pb.Oracle) -> pb.Oracle:
+    """The retrieved documents' full text is audit material on the oracles topic, not a
+    result's; the ledger keeps the intention (query, persona) and the criteria."""
+    kept = pb.Oracle()
+    kept.CopyFrom(oracle)
+    kept.interpretation.ClearField("documents")
+    return kept
+
+
+Apply = Callable[[Session, LedgerCaseRow], bool]
+
+
+class LedgerStore:
+    """Results of every app and run. One instance per process; sessions are short."""
+
+    def __init__(self, engine: Engine) -> None:
+        Base.metadata.create_all(engine, tables=list(LEDGER_TABLES))
+        self._engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        # SQLite cannot upgrade a read snapshot to a write after another writer committed;
+        # one writer at a time in this process avoids that (PostgreSQL locks the case row).
+        self._write_lock = threading.Lock()
+
+    @classmethod
+    def open(cls, dsn: str) -> LedgerStore:
+        """Creates the ledger's tables if missing."""
+        return cls(make_engine(dsn))
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    # --- writes ------------------------------------------------------------------
+
+    def record_oracle(self, oracle: pb.Oracle) -> LedgerUpdate:
+        data = _bytes(_trim_oracle(oracle))
+
+        def apply(_session: Session, case: LedgerCaseRow) -> bool:
+            duplicate = case.oracle == data
+            case.oracle = data
+            case.n_criteria = max(case.n_criteria, len(oracle.criteria))
+            return duplicate
+
+        return self._record(oracle.meta, apply)
+
+    def record_verdict(self, verdict: pb.Verdict) -> LedgerUpdate:
+        def apply(session: Session, case: LedgerCaseRow) -> bool:
+            case.n_criteria = max(case.n_criteria, verdict.n_criteria)
+            return self._put_criterion(session, case, verdict.criterion_id, verdict=verdict)
+
+        return self._record(verdict.meta, apply)
+
+    def record_abstain(self, abstain: pb.Abstain) -> LedgerUpdate:
+        criterion_id = abstain.request.criterion.criterion_id
+
+        def apply(session: Session, case: LedgerCaseRow) -> bool:
+            case.n_criteria = max(case.n_criteria, abstain.request.n_criteria)
+            return self._put_criterion(session, case, criterion_id, abstain=abstain)
+
+        return self._record(abstain.meta, apply)
+
+    def record_review(self, review: pb.Review) -> LedgerUpdate:
+        data = _bytes(review)
+
+        def apply(session: Session, case: LedgerCaseRow) -> bool:
+            row = session.get(LedgerReviewRow, (review.criterion_id, review.reviewer))
+            if row is not None and row.review == data:
+                return True
+            reviewed_at = (
+                review.reviewed_at.ToDatetime(tzinfo=UTC)
+                if review.HasField("reviewed_at")
+                else None
+            )
+            if row is None:
+                session.add(
+                    LedgerReviewRow(
+                        criterion_id=review.criterion_id,
+                        reviewer=review.reviewer,
+                        case_id=case.case_id,
+                        app=case.app,
+                        label=review.label,
+                        review=data,
+                        reviewed_at=reviewed_at,
+                    )
+                )
+            else:
+                row.label, row.review, row.reviewed_at = review.label, data, reviewed_at
+            return False
+
+        update = self._record(review.meta, apply)
+        if not update.duplicate:
+            metrics.REVIEWS.labels(review.meta.app, LABEL_NAMES.get(review.label, "-")).inc()
+        return update
+
+    def _put_criterion(
+        self,
+        session: Session,
+        case: LedgerCaseRow,
+        criterion_id: str,
+        *,
+        verdict: pb.Verdict | None = None,
+        abstain: pb.Abstain | None = None,
+    ) -> bool:
+        if not criterion_id:
+            raise EventWithoutCaseError(f"an event for case {case.case_id} has no criterion id")
+        row = session.get(LedgerCriterionRow, criterion_id)
+        if row is None:
+            row = LedgerCriterionRow(
+                criterion_id=criterion_id, case_id=case.case_id, updated_at=_now()
+            )
+            session.add(row)
+        duplicate = False
+        if verdict is not None:
+            data = _bytes(verdict)
+            duplicate = row.verdict == data
+            row.verdict = data
+        if abstain is not None:
+            data = _bytes(abstain)
+            duplicate = row.abstain == data
+            row.abstain = data
+        if not duplicate:
+            row.updated_at = _now()
+        return duplicate
+
+    def _lock_case(self, session: Session, meta: pb.EventMeta) -> LedgerCaseRow:
+        if not meta.case_id:
+            raise EventWithoutCaseError("an event reached the ledger without meta.case_id")
+        now = _now()
+        values = {
+            "case_id": meta.case_id,
+            "app": meta.app,
+            "run_id": meta.run_id,
+            "meta": _bytes(meta),
+            "first_seen": now,
+            "updated_at": now,
+            "n_criteria": 0,
+            "outcome": 0,
+            "complete": False,
+            "total_cost_usd": 0.0,
+            "published": False,
+        }
+        dialect = self._engine.dialect.name
+        if dialect in ("postgresql", "sqlite"):
+            insert = pg_insert if dialect == "postgresql" else sqlite_insert
+            session.execute(insert(LedgerCaseRow).values(**values).on_conflict_do_nothing())
+        elif session.get(LedgerCaseRow, meta.case_id) is None:
+            session.add(LedgerCaseRow(**values))
+            session.flush()
+        case = session.execute(
+            select(LedgerCaseRow).where(LedgerCaseRow.case_id == meta.case_id).with_for_update()
+        ).scalar_one()
+        if not case.run_id and meta.run_id:
+            case.run_id = meta.run_id
+            stored = pb.EventMeta.FromString(case.meta)
+            stored.run_id = meta.run_id
+            case.meta = _bytes(stored)
+        return case
+
+    def _events(self, session: Session, case: LedgerCaseRow) -> CaseEvents:
+        events = CaseEvents(
+            case_id=case.case_id,
+            meta=pb.EventMeta.FromString(case.meta),
+            oracle=pb.Oracle.FromString(case.oracle) if case.oracle is not None else None,
+            n_criteria=case.n_criteria,
+        )
+        rows = session.scalars(
+            select(LedgerCriterionRow).where(LedgerCriterionRow.case_id == case.case_id)
+        )
+        for row in rows:
+            if row.verdict is not None:
+                events.verdicts[row.criterion_id] = pb.Verdict.FromString(row.verdict)
+            if row.abstain is not None:
+                events.abstains[row.criterion_id] = pb.Abstain.FromString(row.abstain)
+        for review in self._review_rows(session, case.case_id):
+            events.reviews.setdefault(review.criterion_id, []).append(
+                pb.Review.FromString(review.review)
+            )
+        return events
+
+    @staticmethod
+    def _review_rows(session: Session, case_id: str) -> Sequence[LedgerReviewRow]:
+        return session.scalars(
+            select(LedgerReviewRow).where(LedgerReviewRow.case_id == case_id)
+        ).all()
+
+    def _settle_agreements(self, session: Session, events: CaseEvents) -> tuple[Agreement, ...]:
+        settled: list[Agreement] = []
+        for row in self._review_rows(session, events.case_id):
+            verdict = events.verdicts.get(row.criterion_id)
+            if row.agreed is not None or verdict is None:
+                continue
+            row.agreed = row.label == verdict.label
+            row.agreement_tier = verdict.tier
+            settled.append(Agreement(row.criterion_id, row.reviewer, verdict.tier, row.agreed))
+        return tuple(settled)
+
+    def _record(self, meta: pb.EventMeta, apply: Apply) -> LedgerUpdate:
+        with self._write_lock, self._sessions.begin() as session:
+            case = self._lock_case(session, meta)
+            duplicate = apply(session, case)
+            session.flush()
+            events = self._events(session, case)
+            agreements = self._settle_agreements(session, events)
+            previous = pb.Result.FromString(case.result) if case.result is not None else None
+            result = build_result(events)
+            changed = _comparable(previous) != _comparable(result)
+            if changed:
+                now = _now()
+                result.meta.created_at.FromDatetime(now)
+                case.result = result.SerializeToString(deterministic=True)
+                case.outcome, case.complete = result.outcome, result.complete
+                case.total_cost_usd = result.total_cost_usd
+                case.updated_at = now
+            else:
+                assert previous is not None  # a first build always differs from nothing
+                result = previous
+            publish = (result.complete or case.published) and (changed or duplicate)
+            case.published = case.published or publish
+            newly_decided = result.complete and (
+                previous is None or not previous.complete or previous.outcome != result.outcome
+            )
+        for agreement in agreements:
+            metrics.REVIEW_AGREEMENT.labels(
+                str(agreement.tier), "true" if agreement.agreed else "false"
+            ).inc()
+        if newly_decided:
+            metrics.RESULTS.labels(result.meta.app, OUTCOME_NAMES[result.outcome]).inc()
+        return LedgerUpdate(result, changed, duplicate, publish, agreements)
+
+    # --- reads -------------------------------------------------------------------
+
+    def get_result(self, case_id: str) -> pb.Result | None:
+        with self._sessions() as session:
+            case = session.get(LedgerCaseRow, case_id)
+            if case is None or case.result is None:
+                return None
+            return pb.Result.FromString(case.result)
+
+    def list_results(
+        self,
+        *,
+        app: str | None = None,
+        run_id: str | None = None,
+        outcome: int | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[pb.Result]:
+        """Oldest case first; ``limit`` None lists every match."""
+        query = select(LedgerCaseRow.result).where(LedgerCaseRow.result.is_not(None))
+        if app:
+            query = query.where(LedgerCaseRow.app == app)
+        if run_id:
+            query = query.where(LedgerCaseRow.run_id == run_id)
+        if outcome is not None:
+            query = query.where(LedgerCaseRow.outcome == outcome)
+        query = query.order_by(LedgerCaseRow.first_seen, LedgerCaseRow.case_id).offset(offset)
+        if limit is not None:
+            query = query.limit(limit)
+        with self._sessions() as session:
+            return [pb.Result.FromString(data) for data in session.scalars(query) if data]
+
+    def summary(self, *, app: str | None = None, run_id: str | None = None) -> api_pb2.Summary:
+        return summarize(self.list_results(app=app, run_id=run_id))
+
+    def reviews(self, criterion_id: str) -> list[pb.Review]:
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(LedgerReviewRow)
+                .where(LedgerReviewRow.criterion_id == criterion_id)
+                .order_by(LedgerReviewRow.reviewer)
+            )
+            return [pb.Review.FromString(row.review) for row in rows]
+
+    def agreement(self, criterion_id: str) -> list[Agreement]:
+        """Stored comparisons of reviews with this criterion's accepted verdict."""
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(LedgerReviewRow).where(
+                    LedgerReviewRow.criterion_id == criterion_id,
+                    LedgerReviewRow.agreed.is_not(None),
+                )
+            )
+            return [
+                Agreement(row.criterion_id, row.reviewer, row.agreement_tier or 0, bool(row.agreed))
+                for row in rows
+            ]
