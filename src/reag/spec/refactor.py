@@ -1,0 +1,65 @@
+"""The refactor agent: quality findings on a draft, as improvement commands (A_R(D_k, F_a, F_h)).
+
+It reads the draft with the orchestrator's verification comments (agent
+feedback F_a) and, in human-feedback mode, the reviewer's bullet points
+(F_h), and answers with commands the generator applies section by section.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from reag.llm.base import Message, StructuredOutputError
+from reag.spec.agent import Agent
+from reag.spec.document import SrsDocument
+from reag.spec.prompts import REFACTOR_REVIEW, delimit
+
+Quality = Literal["ambiguity", "completeness", "consistency", "verifiability"]
+MAX_COMMANDS = 8
+
+
+class ImprovementCommand(BaseModel):
+    section: str = Field(max_length=40, description="Number of the section to change.")
+    quality: Quality
+    finding: str = Field(default="", max_length=400)
+    command: str = Field(min_length=1, max_length=400)
+
+
+class RefactorOutput(BaseModel):
+    commands: list[ImprovementCommand] = Field(default_factory=list, max_length=MAX_COMMANDS)
+
+
+def bullets(points: list[str]) -> str:
+    return "\n".join(f"- {point}" for point in points)
+
+
+class Refactor(Agent):
+    name = "refactor"
+
+    def review_messages(
+        self, document: SrsDocument, verification: list[str], human_feedback: list[str]
+    ) -> list[Message]:
+        parts = [delimit("draft_srs", document.to_markdown())]
+        if verification:
+            parts.append(delimit("verification_comments", bullets(verification)))
+        if human_feedback:
+            parts.append(delimit("reviewer_feedback", bullets(human_feedback)))
+        parts.append("List the improvement commands.")
+        return [Message("system", REFACTOR_REVIEW), Message("user", "\n\n".join(parts))]
+
+    async def review(
+        self,
+        document: SrsDocument,
+        verification: list[str] | None = None,
+        human_feedback: list[str] | None = None,
+    ) -> list[ImprovementCommand]:
+        """Commands for the generator; none when the output does not parse (the run log
+        keeps the failed call), so a refinement round degrades to a no-op, not a crash."""
+        messages = self.review_messages(document, verification or [], human_feedback or [])
+        try:
+            output = await self._structured("improvement commands", messages, RefactorOutput)
+        except StructuredOutputError:
+            return []
+        return [c for c in output.commands if c.command.strip()]
