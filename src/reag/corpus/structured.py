@@ -55,9 +55,12 @@ class DocumentEntry(BaseModel):
 
 
 class CorpusFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Keys besides ``kind``, ``app`` and ``documents`` become metadata of every document."""
+
+    model_config = ConfigDict(extra="allow")
 
     kind: DocumentKind | None = None
+    app: str | None = None
     documents: list[DocumentEntry]
 
     @field_validator("kind", mode="before")
@@ -105,6 +108,12 @@ def load_structured(path: Path, app: str, *, kind: DocumentKind | None = None) -
         raise CorpusFileError(path, f"{_where(first['loc'])}: {first['msg']}") from exc
     if not parsed.documents:
         raise CorpusFileError(path, "the file lists no documents")
+    if parsed.app is not None and parsed.app != app:
+        raise CorpusFileError(
+            path,
+            f"the file says app {parsed.app!r} but the documents are being added to app {app!r}",
+        )
+    shared = dict(parsed.model_extra or {})
 
     documents: list[Document] = []
     seen: dict[str, int] = {}
@@ -124,7 +133,7 @@ def load_structured(path: Path, app: str, *, kind: DocumentKind | None = None) -
             title=entry.title or entry.id,
             content=entry.content.strip(),
             source=str(path),
-            metadata=entry.metadata,
+            metadata={**shared, **entry.metadata},
         )
         if document.address in seen:
             raise CorpusFileError(

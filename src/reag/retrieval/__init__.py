@@ -1,0 +1,48 @@
+"""The retriever's core (REAG 3.2), with no Kafka in it.
+
+``Retriever`` ranks an app's documents for an intention (ICRALM, embedding,
+BM25 or a combination) and chooses k at the largest score gap;
+``SelfReasoner`` turns the selected documents into a ``pb.Interpretation``
+with relevance verdicts, verified evidence and the application analysis.
+"""
+
+from reag.retrieval.adaptive_k import KSelection, adaptive_k, fixed_k
+from reag.retrieval.bm25 import Bm25Kernel
+from reag.retrieval.embedding import Embedder, EmbeddingKernel, EmbeddingModelError
+from reag.retrieval.icralm import IcralmKernel, icralm_context
+from reag.retrieval.intention import intention_text, make_intention
+from reag.retrieval.reasoning import InterpretationOutcome, SelfReasoner
+from reag.retrieval.retriever import (
+    KERNELS,
+    KernelName,
+    RankedDocument,
+    Retrieval,
+    Retriever,
+    RetrieverConfig,
+    RetrieverConfigError,
+)
+from reag.retrieval.score_cache import ScoreCache
+
+__all__ = [
+    "KERNELS",
+    "Bm25Kernel",
+    "Embedder",
+    "EmbeddingKernel",
+    "EmbeddingModelError",
+    "IcralmKernel",
+    "InterpretationOutcome",
+    "KSelection",
+    "KernelName",
+    "RankedDocument",
+    "Retrieval",
+    "Retriever",
+    "RetrieverConfig",
+    "RetrieverConfigError",
+    "ScoreCache",
+    "SelfReasoner",
+    "adaptive_k",
+    "fixed_k",
+    "icralm_context",
+    "intention_text",
+    "make_intention",
+]

@@ -1,0 +1,153 @@
+"""Self-reasoning (REAG 3.2.3): relevance, evidence and application analysis -> I|<R, K, p>.
+
+For each retrieved document one structured call does steps 1 and 2 (the
+relevance verdict with its reason, then evidence sentences with why they
+apply); a document-at-a-time call keeps every verdict tied to one document
+even with a small model, and the calls run concurrently. A final call does
+step 3 over the relevant documents and their *verified* evidence. Every
+cited sentence is checked against its document (``reag.retrieval.evidence``);
+one that is not there is dropped and counted, never passed on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from reag.llm.base import Message
+from reag.llm.client import LLMClient
+from reag.retrieval.evidence import locate
+from reag.retrieval.prompts import SYSTEM, analysis_prompt, document_prompt
+from reag.retrieval.retriever import RankedDocument, Retrieval
+from reag.v1 import events_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+
+class CitedSentence(BaseModel):
+    sentence: str = Field(description="A sentence copied word for word from the document.")
+    why: str = Field(description="How this sentence applies to the user's request.")
+
+
+class DocumentCheck(BaseModel):
+    """Steps 1 and 2 for one document, in the order the model should reason."""
+
+    relevant: bool = Field(description="Whether the document constrains the app's answer.")
+    reason: str = Field(description="One sentence: why it is or is not relevant.")
+    evidence: list[CitedSentence] = Field(
+        default_factory=list, description="Verbatim sentences; empty when not relevant."
+    )
+
+
+class ApplicationAnalysis(BaseModel):
+    analysis: str = Field(description="The interpreted intention, 3 to 6 sentences.")
+
+
+@dataclass(frozen=True, slots=True)
+class InterpretationOutcome:
+    """The interpretation and what producing it cost and caught."""
+
+    interpretation: pb.Interpretation
+    n_evidence_cited: int
+    n_evidence_fabricated: int
+    n_calls: int
+    cost_usd: float
+
+
+class SelfReasoner:
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        max_evidence: int = 3,
+        concurrency: int = 4,
+        evidence_threshold: float = 0.9,
+        max_tokens: int = 600,
+    ) -> None:
+        self.client = client
+        self.max_evidence = max_evidence
+        self.evidence_threshold = evidence_threshold
+        self.max_tokens = max_tokens
+        self._semaphore = asyncio.Semaphore(concurrency)
+
+    async def _check(
+        self, intention: pb.Intention, ranked: RankedDocument
+    ) -> tuple[pb.RetrievedDocument, int, int, int, float]:
+        document = ranked.document
+        messages = [
+            Message("system", SYSTEM),
+            Message("user", document_prompt(intention, document, max_evidence=self.max_evidence)),
+        ]
+        async with self._semaphore:
+            result = await self.client.structured(
+                messages, DocumentCheck, max_tokens=self.max_tokens
+            )
+        check = result.value
+        out = pb.RetrievedDocument(
+            doc_id=document.address,
+            kind=document.kind,
+            title=document.title,
+            score=ranked.score,
+            rank=ranked.rank,
+            relevant=check.relevant,
+            relevance_reason=check.reason.strip(),
+            content=document.content,
+        )
+        cited = check.evidence[: self.max_evidence] if check.relevant else []
+        fabricated = 0
+        for claim in cited:
+            quote = locate(claim.sentence, document.text, threshold=self.evidence_threshold)
+            if quote is None:
+                fabricated += 1
+                continue
+            out.evidence.append(
+                pb.Evidence(doc_id=document.address, sentence=quote, why=claim.why.strip())
+            )
+        return out, len(cited), fabricated, result.n_calls, result.cost_usd
+
+    async def interpret(
+        self, intention: pb.Intention, retrieval: Retrieval
+    ) -> InterpretationOutcome:
+        """Checks every selected document, then writes the application analysis."""
+        checks = await asyncio.gather(
+            *(self._check(intention, ranked) for ranked in retrieval.selected)
+        )
+        documents = [c[0] for c in checks]
+        cited = sum(c[1] for c in checks)
+        fabricated = sum(c[2] for c in checks)
+        calls = sum(c[3] for c in checks)
+        cost = sum(c[4] for c in checks)
+        if fabricated:
+            log.info(
+                "dropped %d of %d cited evidence sentences not found in their documents (case %s)",
+                fabricated,
+                cited,
+                intention.meta.case_id,
+            )
+        messages = [
+            Message("system", SYSTEM),
+            Message("user", analysis_prompt(intention, documents)),
+        ]
+        analysis = await self.client.structured(
+            messages, ApplicationAnalysis, max_tokens=self.max_tokens
+        )
+        interpretation = pb.Interpretation(
+            intention=intention,
+            documents=documents,
+            k=retrieval.k,
+            buffer=retrieval.buffer,
+            kernel=retrieval.kernel,
+            analysis=analysis.value.analysis.strip(),
+            n_candidates=retrieval.n_candidates,
+        )
+        interpretation.meta.CopyFrom(intention.meta)
+        return InterpretationOutcome(
+            interpretation=interpretation,
+            n_evidence_cited=cited,
+            n_evidence_fabricated=fabricated,
+            n_calls=calls + analysis.n_calls,
+            cost_usd=cost + analysis.cost_usd,
+        )
