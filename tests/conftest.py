@@ -35,3 +35,18 @@ def kafka_bootstrap() -> Iterator[str]:
 def topic_suffix() -> str:
     """Append to topic names to isolate one test's topics from another's."""
     return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(scope="session")
+def local_llm_client() -> object:
+    """An ``LLMClient`` on the real local model (Gemma 3 270M), loaded once per session.
+
+    Always in process, whatever REAG_LLM_LOCAL_URL says. Its log-probabilities
+    are real; its verdicts carry no signal. Mark tests that use it ``llm``.
+    """
+    from reag.llm import Caller, LLMSettings
+    from reag.llm.registry import make_client
+
+    return make_client(
+        "local:gemma-3-270m", caller=Caller("tests"), settings=LLMSettings(local_url=None)
+    )
