@@ -74,3 +74,10 @@ class ServiceSettings(ReagSettings):
     otlp_endpoint: str | None = Field(
         default=None, description="OTLP/HTTP endpoint for traces; unset = traces stay in-process."
     )
+    topic_suffix: str = Field(
+        default="",
+        description=(
+            "Appended to every topic name but the DLQ (topology.suffixed); isolates test runs "
+            "that share one broker. Empty in production."
+        ),
+    )

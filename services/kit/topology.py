@@ -56,6 +56,21 @@ class ServiceSpec:
         return topic == DLQ or topic in self.produces
 
 
+def suffixed(spec: ServiceSpec, suffix: str) -> ServiceSpec:
+    """The same service on topics named ``<topic><suffix>`` (the DLQ keeps its name).
+
+    Lets tests (and parallel test runs) share one broker without seeing each
+    other's events; ``ServiceSettings.topic_suffix`` is empty in production.
+    """
+    if not suffix:
+        return spec
+    return ServiceSpec(
+        spec.name,
+        consumes=tuple(t + suffix for t in spec.consumes),
+        produces=tuple(t if t == DLQ else t + suffix for t in spec.produces),
+    )
+
+
 def _judge(tier: int) -> ServiceSpec:
     escalate = JUDGE_TIER[tier + 1] if tier < N_TIERS else ABSTAINS
     return ServiceSpec(
