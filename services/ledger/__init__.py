@@ -1,0 +1,1 @@
+"""The ledger service: oracles, verdicts, abstains and reviews in; results out."""

@@ -1,0 +1,64 @@
+"""The ledger's handlers: each event is recorded, and the case's result goes out when it
+is complete or has changed (``LedgerStore`` decides; see its delivery notes).
+
+Store calls run in a worker thread so the gRPC API, which shares this event
+loop, keeps answering while a write waits for the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from faststream.kafka import KafkaRouter
+
+from reag.ledger.store import LedgerStore, LedgerUpdate
+from reag.v1 import events_pb2 as pb
+from services.kit.consume import Emit, consume
+from services.kit.topology import ABSTAINS, ORACLES, RESULTS, REVIEWS, SERVICES, VERDICTS, suffixed
+from services.ledger.settings import LedgerSettings
+
+
+def build_router(settings: LedgerSettings, store: LedgerStore) -> KafkaRouter:
+    suffix = settings.topic_suffix
+    spec = suffixed(SERVICES["ledger"], suffix)
+    router = KafkaRouter()
+    results_topic = RESULTS + suffix
+    # A suffixed run gets its own group too, so runs sharing a broker never rebalance together.
+    group = f"{spec.name}{suffix}"
+
+    def subscribe(
+        topic: str,
+        event_type: type[pb.Oracle] | type[pb.Verdict] | type[pb.Abstain] | type[pb.Review],
+    ) -> Callable[..., object]:
+        return consume(
+            router,
+            spec,
+            topic + suffix,
+            event_type,
+            max_event_bytes=settings.kafka.max_event_bytes,
+            group_id=group,
+        )
+
+    def emit(update: LedgerUpdate) -> Emit | None:
+        if not update.publish:
+            return None
+        return Emit(results_topic, update.result, update.result.meta.case_id)
+
+    @subscribe(ORACLES, pb.Oracle)
+    async def record_oracle(event: pb.Oracle) -> Emit | None:
+        return emit(await asyncio.to_thread(store.record_oracle, event))
+
+    @subscribe(VERDICTS, pb.Verdict)
+    async def record_verdict(event: pb.Verdict) -> Emit | None:
+        return emit(await asyncio.to_thread(store.record_verdict, event))
+
+    @subscribe(ABSTAINS, pb.Abstain)
+    async def record_abstain(event: pb.Abstain) -> Emit | None:
+        return emit(await asyncio.to_thread(store.record_abstain, event))
+
+    @subscribe(REVIEWS, pb.Review)
+    async def record_review(event: pb.Review) -> Emit | None:
+        return emit(await asyncio.to_thread(store.record_review, event))
+
+    return router
