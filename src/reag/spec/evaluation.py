@@ -44,7 +44,7 @@ def read_spec_text(path: Path) -> SpecText:
     if not sections:
         # No numbered headings: the whole file is one unsectioned document.
         return SpecText(text.strip(), {})
-    whole = "\n\n".join(body for _, body in sections.values() if body)
+    whole = "\n\n".join(body for _, body in sections.values() if not is_blank(body))
     return SpecText(whole, sections)
 
 

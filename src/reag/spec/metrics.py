@@ -136,10 +136,12 @@ class Bleu1:
         return BLEU(max_ngram_order=1, effective_order=True)
 
     def settings(self) -> dict[str, Any]:
+        bleu = self._bleu()
+        bleu.sentence_score("a", ["a"])  # sacrebleu signs a metric only once it has scored
         return {
             "library": f"sacrebleu {_version('sacrebleu')} BLEU.sentence_score",
             "max_ngram_order": 1,
-            "signature": str(self._bleu().get_signature()),
+            "signature": str(bleu.get_signature()),
             "scale": "0-1 (sacrebleu's 0-100 divided by 100), brevity penalty included",
         }
 

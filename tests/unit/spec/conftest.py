@@ -16,6 +16,7 @@ import pytest
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
+from reag.spec import prompts
 from reag.spec.agent import RunContext
 from reag.spec.generator import Generator
 from reag.spec.interview import Interviewer, Stakeholder
@@ -118,6 +119,51 @@ def team(
     return built, providers
 
 
+def routing_script() -> Script:
+    """One scripted model for every agent, answering by the system prompt it is given."""
+    asked = {"n": 0}
+
+    def script(messages: Sequence[Message], options: dict[str, Any]) -> str:
+        system = messages[0].content
+        if system == prompts.ORCHESTRATOR_SUMMARY:
+            return "Overview: NutriLens rates food labels."
+        if system == prompts.INTERVIEWER_TURN:
+            asked["n"] += 1
+            if asked["n"] % 2 == 0:
+                return json.dumps({"action": "exit_interview"})
+            return json.dumps({"action": "ask", "question": "Who are the users?"})
+        if system == prompts.INTERVIEWER_REPORT:
+            return "Users:\n- shoppers with health conditions"
+        if system == prompts.STAKEHOLDER_ANSWER:
+            return "Shoppers with diabetes, kidney disease or allergies."
+        if system == prompts.REFACTOR_REVIEW:
+            return json.dumps(
+                {
+                    "commands": [
+                        {
+                            "section": "2.3",
+                            "quality": "completeness",
+                            "finding": "thin",
+                            "command": "Name the groups.",
+                        }
+                    ]
+                }
+            )
+        if system == prompts.JUDGE_SYSTEM:
+            return json.dumps(
+                {
+                    "ambiguity": "a",
+                    "completeness": "b",
+                    "consistency": "c",
+                    "correctness": "d",
+                    "grade": 2,
+                }
+            )
+        return "The system shall rate sugar, salt, fat and saturates."
+
+    return script
+
+
 @pytest.fixture
 def fakes() -> Any:
     return SimpleNamespace(
@@ -127,4 +173,5 @@ def fakes() -> Any:
         never_exits=never_exits,
         section_writer=section_writer,
         team=team,
+        routing_script=routing_script,
     )
