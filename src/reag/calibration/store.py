@@ -1,0 +1,502 @@
+"""The durable calibration store: labelled items, judge scores, annotator sets, thresholds.
+
+The embedded broker forgets everything on restart and production judges cost
+money, so what calibration needs lives in the SQL store (SQLite embedded,
+PostgreSQL by DSN):
+
+- labelled items per app, from a labelled file or from reviewers (one row per
+  item id; a criterion reviewed twice stays one item);
+- every judge score per (app, tier, model, prompt version, item), so no judge
+  call on a calibration item is ever made twice;
+- the annotators' example sets, pinned once the pool is large enough, so the
+  live judges and the calibrator build the very same prompts;
+- every threshold ever computed (the history), the latest per tier being the
+  one republished when the calibrator starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    select,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
+
+from reag.calibration.scores import ScoreRecord
+from reag.judging.exemplars import AnnotatorSets, Label, LabelledExample, draw_annotator_sets
+from reag.storage import Base, open_store
+from reag.v1 import events_pb2 as pb
+
+Source = Literal["file", "review"]
+
+
+def _utc(value: datetime) -> datetime:
+    """SQLite hands back naive datetimes; everything stored is UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+class CalibrationItemRow(Base):
+    __tablename__ = "calibration_items"
+    __table_args__ = (UniqueConstraint("app", "item_id", name="uq_calibration_item"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    app: Mapped[str] = mapped_column(String(200), index=True)
+    item_id: Mapped[str] = mapped_column(String(400))
+    label: Mapped[str] = mapped_column(String(3))
+    persona_category: Mapped[str] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(16))
+    request_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    explanation: Mapped[str] = mapped_column(Text, default="")
+    reviewer: Mapped[str] = mapped_column(String(200), default="")
+    added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class JudgeScoreRow(Base):
+    __tablename__ = "judge_scores"
+    __table_args__ = (
+        UniqueConstraint(
+            "app", "tier", "model", "prompt_version", "item_id", name="uq_judge_score"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    app: Mapped[str] = mapped_column(String(200), index=True)
+    tier: Mapped[int] = mapped_column(Integer)
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_version: Mapped[str] = mapped_column(String(200))
+    item_id: Mapped[str] = mapped_column(String(400))
+    verdict: Mapped[str] = mapped_column(String(3))
+    confidence: Mapped[float] = mapped_column(Float)
+    annotator_yes: Mapped[list[float]] = mapped_column(JSON)
+    method: Mapped[str] = mapped_column(String(16))
+    cost_usd: Mapped[float] = mapped_column(Float)
+    prompt_tokens: Mapped[int] = mapped_column(Integer)
+    completion_tokens: Mapped[int] = mapped_column(Integer)
+    latency_s: Mapped[float] = mapped_column(Float)
+    n_calls: Mapped[int] = mapped_column(Integer)
+    # Set when the score was copied from another tier running the same model and
+    # prompt (identical calls): cost is still what this tier's call would cost.
+    copied_from_tier: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AnnotatorExampleRow(Base):
+    __tablename__ = "judge_annotator_examples"
+    __table_args__ = (
+        UniqueConstraint(
+            "app",
+            "n_annotators",
+            "k_examples",
+            "seed",
+            "annotator",
+            "position",
+            name="uq_annotator_example",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    app: Mapped[str] = mapped_column(String(200), index=True)
+    n_annotators: Mapped[int] = mapped_column(Integer)
+    k_examples: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int] = mapped_column(Integer)
+    annotator: Mapped[int] = mapped_column(Integer)
+    position: Mapped[int] = mapped_column(Integer)
+    item_id: Mapped[str] = mapped_column(String(400))
+
+
+class ThresholdRow(Base):
+    __tablename__ = "calibration_thresholds"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    app: Mapped[str] = mapped_column(String(200), index=True)
+    tier: Mapped[int] = mapped_column(Integer)
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_version: Mapped[str] = mapped_column(String(200))
+    has_threshold: Mapped[bool] = mapped_column(Boolean)
+    threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    mode: Mapped[str] = mapped_column(String(16))
+    calibration_hash: Mapped[str] = mapped_column(String(64))
+    trigger: Mapped[str] = mapped_column(String(32))
+    threshold_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationItem:
+    """A labelled criterion–response pair; ``request`` is what a judge is shown."""
+
+    app: str
+    item_id: str
+    label: Label
+    persona_category: str
+    request: pb.JudgeRequest = field(compare=False)
+    source: Source = "file"
+    explanation: str = ""
+    reviewer: str = ""
+
+    def example(self) -> LabelledExample:
+        return LabelledExample(
+            item_id=self.item_id,
+            label=self.label,
+            persona_category=self.persona_category,
+            criterion=self.request.criterion.text,
+            query=self.request.query,
+            actual_response=self.request.actual_response,
+            persona_name=self.request.persona.category_name,
+            explanation=self.explanation,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AddReport:
+    """What ``add_items`` did, by item id. Relabelled items keep their place in time."""
+
+    added: list[str]
+    relabelled: list[str]
+    unchanged: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredScore:
+    """One tier's stored judgement of one calibration item."""
+
+    app: str
+    tier: int
+    model: str
+    prompt_version: str
+    item_id: str
+    verdict: Label
+    confidence: float
+    annotator_yes: tuple[float, ...]
+    method: str
+    cost_usd: float
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    n_calls: int
+    copied_from_tier: int | None = None
+
+    def record(self, item: CalibrationItem) -> ScoreRecord:
+        return ScoreRecord(
+            item_id=self.item_id,
+            tier=self.tier,
+            verdict=self.verdict,
+            confidence=min(1.0, max(0.0, self.confidence)),
+            label=item.label,
+            persona_category=item.persona_category or None,
+            cost_usd=self.cost_usd,
+        )
+
+
+def _as_label(value: str) -> Label:
+    if value == "YES":
+        return "YES"
+    if value == "NO":
+        return "NO"
+    raise ValueError(f"stored label {value!r} is neither YES nor NO")
+
+
+def _item(row: CalibrationItemRow) -> CalibrationItem:
+    source: Source = "review" if row.source == "review" else "file"
+    return CalibrationItem(
+        app=row.app,
+        item_id=row.item_id,
+        label=_as_label(row.label),
+        persona_category=row.persona_category,
+        request=pb.JudgeRequest.FromString(row.request_pb),
+        source=source,
+        explanation=row.explanation,
+        reviewer=row.reviewer,
+    )
+
+
+def _score(row: JudgeScoreRow) -> StoredScore:
+    return StoredScore(
+        app=row.app,
+        tier=row.tier,
+        model=row.model,
+        prompt_version=row.prompt_version,
+        item_id=row.item_id,
+        verdict=_as_label(row.verdict),
+        confidence=row.confidence,
+        annotator_yes=tuple(float(p) for p in row.annotator_yes),
+        method=row.method,
+        cost_usd=row.cost_usd,
+        prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens,
+        latency_s=row.latency_s,
+        n_calls=row.n_calls,
+        copied_from_tier=row.copied_from_tier,
+    )
+
+
+def item_from_review(review: pb.Review) -> CalibrationItem:
+    """A reviewed criterion as a calibration item; its id is the criterion id."""
+    request = pb.JudgeRequest()
+    request.CopyFrom(review.item)
+    del request.history[:]  # the tiers' opinions are not part of the item
+    return CalibrationItem(
+        app=review.meta.app or request.meta.app,
+        item_id=review.criterion_id,
+        label="YES" if review.label == pb.LABEL_YES else "NO",
+        persona_category=request.persona.category_id,
+        request=request,
+        source="review",
+        explanation=review.comment,
+        reviewer=review.reviewer,
+    )
+
+
+class CalibrationStore:
+    """Calibration state of every app; one instance per process (sessions are short)."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self._sessions = sessions
+
+    @classmethod
+    def open(cls, dsn: str) -> CalibrationStore:
+        return cls(open_store(dsn))
+
+    # --- labelled items -------------------------------------------------------------
+    def add_items(self, items: Iterable[CalibrationItem]) -> AddReport:
+        """Insert new items; a known item whose label changed takes the new label."""
+        now = datetime.now(UTC)
+        added: list[str] = []
+        relabelled: list[str] = []
+        unchanged: list[str] = []
+        with self._sessions.begin() as session:
+            for item in items:
+                row = session.scalars(
+                    select(CalibrationItemRow).where(
+                        CalibrationItemRow.app == item.app,
+                        CalibrationItemRow.item_id == item.item_id,
+                    )
+                ).one_or_none()
+                if row is None:
+                    session.add(
+                        CalibrationItemRow(
+                            app=item.app,
+                            item_id=item.item_id,
+                            label=item.label,
+                            persona_category=item.persona_category,
+                            source=item.source,
+                            request_pb=item.request.SerializeToString(deterministic=True),
+                            explanation=item.explanation,
+                            reviewer=item.reviewer,
+                            added_at=now,
+                            updated_at=now,
+                        )
+                    )
+                    session.flush()
+                    added.append(item.item_id)
+                elif row.label != item.label:
+                    row.label, row.updated_at = item.label, now
+                    row.explanation = item.explanation or row.explanation
+                    row.reviewer = item.reviewer or row.reviewer
+                    relabelled.append(item.item_id)
+                else:
+                    unchanged.append(item.item_id)
+        return AddReport(added, relabelled, unchanged)
+
+    def items(self, app: str) -> list[CalibrationItem]:
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(CalibrationItemRow)
+                .where(CalibrationItemRow.app == app)
+                .order_by(CalibrationItemRow.item_id)
+            ).all()
+            return [_item(r) for r in rows]
+
+    def count_items(self, app: str, *, added_after: datetime | None = None) -> int:
+        with self._sessions() as session:
+            query = (
+                select(func.count())
+                .select_from(CalibrationItemRow)
+                .where(CalibrationItemRow.app == app)
+            )
+            if added_after is not None:
+                query = query.where(CalibrationItemRow.added_at > added_after)
+            return int(session.scalar(query) or 0)
+
+    def apps(self) -> list[str]:
+        with self._sessions() as session:
+            return sorted(session.scalars(select(CalibrationItemRow.app).distinct()).all())
+
+    # --- annotator example sets ---------------------------------------------------------
+    def annotator_sets(
+        self, app: str, n_annotators: int, k_examples: int, seed: int
+    ) -> AnnotatorSets:
+        """The pinned sets of (app, N, K, seed), pinning a fresh draw when the pool allows.
+
+        Sets are pinned once the pool holds N·K items (enough for disjoint
+        sets); before that they are redrawn from the current pool each time,
+        and their digest (hence the prompt version) changes as the pool grows.
+        """
+        items = {i.item_id: i for i in self.items(app)}
+        pinned = self._pinned(app, n_annotators, k_examples, seed)
+        if pinned and all(item_id in items for s in pinned for item_id in s):
+            return AnnotatorSets(sets=tuple(tuple(items[i].example() for i in s) for s in pinned))
+        sets = draw_annotator_sets(
+            [i.example() for i in items.values()], n_annotators, k_examples, seed
+        )
+        if len(items) >= n_annotators * k_examples and k_examples > 0:
+            self._pin(app, n_annotators, k_examples, seed, sets)
+            pinned = self._pinned(app, n_annotators, k_examples, seed)
+            return AnnotatorSets(sets=tuple(tuple(items[i].example() for i in s) for s in pinned))
+        return sets
+
+    def _pinned(self, app: str, n: int, k: int, seed: int) -> list[list[str]]:
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(AnnotatorExampleRow)
+                .where(
+                    AnnotatorExampleRow.app == app,
+                    AnnotatorExampleRow.n_annotators == n,
+                    AnnotatorExampleRow.k_examples == k,
+                    AnnotatorExampleRow.seed == seed,
+                )
+                .order_by(AnnotatorExampleRow.annotator, AnnotatorExampleRow.position)
+            ).all()
+        sets: dict[int, list[str]] = {}
+        for row in rows:
+            sets.setdefault(row.annotator, []).append(row.item_id)
+        return [sets[a] for a in sorted(sets)]
+
+    def _pin(self, app: str, n: int, k: int, seed: int, sets: AnnotatorSets) -> None:
+        try:
+            with self._sessions.begin() as session:
+                for annotator, examples in enumerate(sets.sets):
+                    for position, example in enumerate(examples):
+                        session.add(
+                            AnnotatorExampleRow(
+                                app=app,
+                                n_annotators=n,
+                                k_examples=k,
+                                seed=seed,
+                                annotator=annotator,
+                                position=position,
+                                item_id=example.item_id,
+                            )
+                        )
+        except IntegrityError:
+            pass  # another process pinned first; its sets are read back by the caller
+
+    # --- judge scores ----------------------------------------------------------------------
+    def scores(
+        self, app: str, tier: int, model: str, prompt_version: str
+    ) -> dict[str, StoredScore]:
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(JudgeScoreRow).where(
+                    JudgeScoreRow.app == app,
+                    JudgeScoreRow.tier == tier,
+                    JudgeScoreRow.model == model,
+                    JudgeScoreRow.prompt_version == prompt_version,
+                )
+            ).all()
+            return {r.item_id: _score(r) for r in rows}
+
+    def scores_any_tier(self, app: str, model: str, prompt_version: str) -> dict[str, StoredScore]:
+        """Scores of this model and prompt at any tier, the lowest tier's per item."""
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(JudgeScoreRow)
+                .where(
+                    JudgeScoreRow.app == app,
+                    JudgeScoreRow.model == model,
+                    JudgeScoreRow.prompt_version == prompt_version,
+                )
+                .order_by(JudgeScoreRow.tier.desc())
+            ).all()
+            return {r.item_id: _score(r) for r in rows}
+
+    def put_scores(self, scores: Sequence[StoredScore]) -> None:
+        now = datetime.now(UTC)
+        with self._sessions.begin() as session:
+            for s in scores:
+                session.add(
+                    JudgeScoreRow(
+                        app=s.app,
+                        tier=s.tier,
+                        model=s.model,
+                        prompt_version=s.prompt_version,
+                        item_id=s.item_id,
+                        verdict=s.verdict,
+                        confidence=s.confidence,
+                        annotator_yes=list(s.annotator_yes),
+                        method=s.method,
+                        cost_usd=s.cost_usd,
+                        prompt_tokens=s.prompt_tokens,
+                        completion_tokens=s.completion_tokens,
+                        latency_s=s.latency_s,
+                        n_calls=s.n_calls,
+                        copied_from_tier=s.copied_from_tier,
+                        created_at=now,
+                    )
+                )
+
+    # --- thresholds history -------------------------------------------------------------------
+    def record_thresholds(
+        self, thresholds: Sequence[pb.Threshold], *, prompt_version: str, trigger: str
+    ) -> None:
+        with self._sessions.begin() as session:
+            for t in thresholds:
+                session.add(
+                    ThresholdRow(
+                        app=t.app,
+                        tier=t.tier,
+                        model=t.model,
+                        prompt_version=prompt_version,
+                        has_threshold=t.has_threshold,
+                        threshold=t.threshold if t.has_threshold else None,
+                        mode=t.mode,
+                        calibration_hash=t.calibration_hash,
+                        trigger=trigger,
+                        threshold_pb=t.SerializeToString(deterministic=True),
+                        computed_at=t.computed_at.ToDatetime(tzinfo=UTC),
+                    )
+                )
+
+    def threshold_history(self, app: str, tier: int | None = None) -> list[pb.Threshold]:
+        """Every threshold computed for ``app`` (optionally one tier), oldest first."""
+        with self._sessions() as session:
+            query = select(ThresholdRow).where(ThresholdRow.app == app)
+            if tier is not None:
+                query = query.where(ThresholdRow.tier == tier)
+            rows = session.scalars(query.order_by(ThresholdRow.id)).all()
+            return [pb.Threshold.FromString(r.threshold_pb) for r in rows]
+
+    def latest_thresholds(self, app: str | None = None) -> list[pb.Threshold]:
+        """The newest threshold per (app, tier): what the judges should hold now."""
+        with self._sessions() as session:
+            query = select(ThresholdRow)
+            if app is not None:
+                query = query.where(ThresholdRow.app == app)
+            rows = session.scalars(query.order_by(ThresholdRow.id)).all()
+        latest: dict[tuple[str, int], bytes] = {}
+        for row in rows:
+            latest[(row.app, row.tier)] = row.threshold_pb
+        return [pb.Threshold.FromString(latest[key]) for key in sorted(latest)]
+
+    def last_calibrated_at(self, app: str) -> datetime | None:
+        with self._sessions() as session:
+            value = session.scalar(
+                select(func.max(ThresholdRow.computed_at)).where(ThresholdRow.app == app)
+            )
+        return _utc(value) if value is not None else None

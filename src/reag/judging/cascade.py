@@ -1,0 +1,108 @@
+"""One step of the cascade (paper 3.4.1): accept, escalate to the next tier, or abstain.
+
+Whatever happens, this tier's attempt is appended to the request's history,
+and the cost that travels on is the sum over the whole history: a criterion
+that reaches tier 3 has paid for tiers 1, 2 and 3 (the review's point about
+the paper's table 3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from reag.judging.decision import accepts
+from reag.judging.judge import Judgement, label_to_pb
+from reag.v1 import events_pb2 as pb
+
+Decision = Literal["accepted", "escalated", "abstained"]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """The outcome of one tier on one criterion; exactly one of the messages is set."""
+
+    decision: Decision
+    attempt: pb.TierAttempt
+    cumulative_cost_usd: float
+    verdict: pb.Verdict | None = None
+    escalation: pb.JudgeRequest | None = None
+    abstain: pb.Abstain | None = None
+
+
+def tier_attempt(
+    tier: int, judgement: Judgement, threshold: pb.Threshold | None, accepted: bool
+) -> pb.TierAttempt:
+    attempt = pb.TierAttempt(
+        tier=tier,
+        model=judgement.model,
+        verdict=label_to_pb(judgement.verdict),
+        confidence=judgement.confidence,
+        has_threshold=threshold is not None and threshold.has_threshold,
+        cost_usd=judgement.cost_usd,
+        prompt_tokens=judgement.usage.prompt_tokens,
+        completion_tokens=judgement.usage.completion_tokens,
+        latency_s=judgement.latency_s,
+        method=judgement.method,
+        annotator_yes=list(judgement.p_yes),
+        accepted=accepted,
+    )
+    if threshold is not None and threshold.has_threshold:
+        attempt.threshold = threshold.threshold
+    return attempt
+
+
+def _abstain_reason(history: list[pb.TierAttempt]) -> str:
+    parts = []
+    for a in history:
+        if a.has_threshold:
+            parts.append(
+                f"tier {a.tier} ({a.model}) confidence {a.confidence:.3f} < λ̂ {a.threshold:.3f}"
+            )
+        else:
+            parts.append(f"tier {a.tier} ({a.model}) has no calibrated threshold")
+    return "no tier was confident enough: " + "; ".join(parts)
+
+
+def next_step(
+    request: pb.JudgeRequest,
+    judgement: Judgement,
+    threshold: pb.Threshold | None,
+    *,
+    tier: int,
+    n_tiers: int,
+) -> Step:
+    """Decide this tier's outcome and build the message that carries the criterion on."""
+    accepted = accepts(judgement.confidence, threshold)
+    attempt = tier_attempt(tier, judgement, threshold, accepted)
+    history = [*request.history, attempt]
+    cumulative = sum(a.cost_usd for a in history)
+    if accepted:
+        assert threshold is not None  # accepts() is False without one
+        verdict = pb.Verdict(
+            meta=request.meta,
+            criterion_id=request.criterion.criterion_id,
+            oracle_id=request.oracle_id,
+            n_criteria=request.n_criteria,
+            label=label_to_pb(judgement.verdict),
+            tier=tier,
+            confidence=judgement.confidence,
+            threshold=threshold.threshold,
+            history=history,
+            cumulative_cost_usd=cumulative,
+            criterion=request.criterion,
+            evidence=request.evidence,
+        )
+        return Step("accepted", attempt, cumulative, verdict=verdict)
+    carried = pb.JudgeRequest()
+    carried.CopyFrom(request)
+    carried.history.append(attempt)
+    if tier < n_tiers:
+        return Step("escalated", attempt, cumulative, escalation=carried)
+    abstain = pb.Abstain(
+        meta=request.meta,
+        request=carried,
+        reason=_abstain_reason(history),
+        cumulative_cost_usd=cumulative,
+    )
+    return Step("abstained", attempt, cumulative, abstain=abstain)

@@ -1,0 +1,172 @@
+"""One tier's judge: N simulated annotators, their label probabilities, confidence (eq. 4).
+
+c(x) = (1/N) Σ_j max_y p_j(y | x), the verdict is the label with the highest
+mean probability over annotators. Cost is honest: every call made is
+charged, which is N calls with token log-probabilities and N × samples in the
+sampling fallback (the LLM layer reports both in ``LabelProbs``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reag.judging.errors import JudgeConfigError, LabelProbsError
+from reag.judging.exemplars import LABELS, AnnotatorSets, Label
+from reag.judging.prompt import DEFAULT_LIMITS, PROMPT_VERSION, PromptLimits, annotator_prompts
+from reag.llm.base import LabelProbs, Usage
+from reag.llm.client import LLMClient
+from reag.v1 import events_pb2 as pb
+
+_PB_LABEL = {"YES": pb.LABEL_YES, "NO": pb.LABEL_NO}
+
+
+def label_to_pb(label: Label) -> pb.Label.ValueType:
+    return _PB_LABEL[label]
+
+
+def label_from_pb(value: pb.Label.ValueType) -> Label:
+    if value == pb.LABEL_YES:
+        return "YES"
+    if value == pb.LABEL_NO:
+        return "NO"
+    raise LabelProbsError(f"label {value} is neither YES nor NO")
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeConfig:
+    """A tier as configuration: its place in the cascade and its annotators."""
+
+    tier: int
+    n_annotators: int = 5
+    k_examples: int = 3
+    seed: int = 0
+    # Samples per annotator where the model gives no log-probabilities;
+    # None: the LLM layer's REAG_LLM_SAMPLING_N.
+    n_samples: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.tier < 1:
+            raise JudgeConfigError(f"tier must be ≥ 1, got {self.tier}")
+        if (
+            self.n_annotators < 1
+            or self.k_examples < 0
+            or (self.n_samples is not None and self.n_samples < 1)
+        ):
+            raise JudgeConfigError(
+                "need annotators ≥ 1, examples ≥ 0 and samples ≥ 1; got "
+                f"N={self.n_annotators}, K={self.k_examples}, samples={self.n_samples}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """What one tier made of one criterion, before any threshold is applied."""
+
+    verdict: Label
+    confidence: float
+    p_yes: tuple[float, ...]  # per annotator
+    method: str
+    model: str
+    cost_usd: float
+    usage: Usage
+    latency_s: float
+    n_calls: int
+
+    @property
+    def mean_p_yes(self) -> float:
+        return sum(self.p_yes) / len(self.p_yes)
+
+
+def _p_yes(result: LabelProbs) -> float:
+    probs = result.probabilities
+    yes, no = probs.get("YES"), probs.get("NO")
+    if yes is None or no is None or not (math.isfinite(yes) and math.isfinite(no)):
+        raise LabelProbsError(
+            f"{result.model} returned label probabilities {probs!r}; expected YES and NO"
+        )
+    total = yes + no
+    if total <= 0.0:
+        raise LabelProbsError(f"{result.model} put no probability on YES or NO")
+    return yes / total
+
+
+def aggregate(results: Sequence[LabelProbs], *, latency_s: float | None = None) -> Judgement:
+    """Combine the annotators' label probabilities into one judgement (eq. 4).
+
+    A tie in mean probability is a NO: a criterion is satisfied only when the
+    annotators lean towards it.
+    """
+    if not results:
+        raise LabelProbsError("no annotator answered; a judgement needs at least one")
+    p_yes = tuple(_p_yes(r) for r in results)
+    confidence = sum(max(p, 1.0 - p) for p in p_yes) / len(p_yes)
+    mean_yes = sum(p_yes) / len(p_yes)
+    usage = Usage()
+    for r in results:
+        usage = usage + r.usage
+    return Judgement(
+        verdict="YES" if mean_yes > 0.5 else "NO",
+        confidence=confidence,
+        p_yes=p_yes,
+        method="sampling" if any(r.method == "sampling" for r in results) else "logprobs",
+        model=results[0].model,
+        cost_usd=sum(r.cost_usd for r in results),
+        usage=usage,
+        latency_s=latency_s if latency_s is not None else sum(r.latency_s for r in results),
+        n_calls=sum(r.n_calls for r in results),
+    )
+
+
+class TierJudge:
+    """One tier's judge over one app's annotator example sets.
+
+    ``prompt_version`` names everything that shapes the prompts besides the
+    case itself (template, N, K, seed, the example sets): calibration scores
+    are stored under it, so a changed prompt is rescored, never mixed up.
+    """
+
+    def __init__(
+        self,
+        client: LLMClient,
+        config: JudgeConfig,
+        annotators: AnnotatorSets,
+        *,
+        limits: PromptLimits = DEFAULT_LIMITS,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.annotators = annotators
+        self.limits = limits
+
+    @property
+    def model(self) -> str:
+        return self.client.model
+
+    @property
+    def prompt_version(self) -> str:
+        c = self.config
+        return (
+            f"{PROMPT_VERSION}/n{c.n_annotators}k{c.k_examples}s{c.seed}/"
+            f"{self.annotators.digest()[:16]}"
+        )
+
+    def prompts(self, request: pb.JudgeRequest, *, exclude_item: str | None = None) -> list[str]:
+        return annotator_prompts(request, self.annotators.without(exclude_item), self.limits)
+
+    async def judge(
+        self, request: pb.JudgeRequest, *, exclude_item: str | None = None
+    ) -> Judgement:
+        """Ask every annotator; ``exclude_item`` keeps a calibration item out of its examples."""
+        prompts = self.prompts(request, exclude_item=exclude_item)
+        started = time.perf_counter()
+        results = await self.client.label_probs_many(
+            prompts, list(LABELS), n_samples=self.config.n_samples
+        )
+        if len(results) != len(prompts):
+            raise LabelProbsError(
+                f"{self.model} answered {len(results)} of {len(prompts)} annotator prompts"
+            )
+        return aggregate(results, latency_s=time.perf_counter() - started)

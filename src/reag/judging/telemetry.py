@@ -1,0 +1,39 @@
+"""The judge cascade's Prometheus series (declared in ``reag.metrics``), fed in one place.
+
+Tokens and USD per call are exported by the LLM layer under the caller's tier;
+these are the per-criterion figures only a judge knows: its decision, the
+verdict mix, confidence, and the cumulative cost of a criterion when it
+leaves the cascade (every tier it passed through charged).
+"""
+
+from __future__ import annotations
+
+from reag import metrics
+from reag.judging.cascade import Step
+from reag.judging.judge import Judgement
+from reag.v1 import events_pb2 as pb
+
+
+def observe_request(app: str, tier: int) -> None:
+    metrics.JUDGE_REQUESTS.labels(str(tier), app).inc()
+
+
+def observe_step(app: str, tier: int, judgement: Judgement, step: Step) -> None:
+    t = str(tier)
+    metrics.JUDGE_DECISIONS.labels(t, app, step.decision).inc()
+    if step.decision == "accepted":
+        metrics.JUDGE_VERDICTS.labels(t, app, judgement.verdict).inc()
+    metrics.JUDGE_CONFIDENCE.labels(t).observe(judgement.confidence)
+    metrics.JUDGE_COST.labels(t).inc(judgement.cost_usd)
+    metrics.JUDGE_LATENCY.labels(t).observe(judgement.latency_s)
+    if step.decision != "escalated":
+        metrics.CRITERION_COST.labels(step.decision).observe(step.cumulative_cost_usd)
+
+
+def observe_threshold(app: str, tier: int, threshold: pb.Threshold | None) -> None:
+    """Export the λ̂ in force: NaN and present=0 while the tier accepts nothing."""
+    t = str(tier)
+    present = threshold is not None and threshold.has_threshold
+    metrics.JUDGE_THRESHOLD_PRESENT.labels(t, app).set(1.0 if present else 0.0)
+    value = threshold.threshold if threshold is not None and present else float("nan")
+    metrics.JUDGE_THRESHOLD.labels(t, app).set(value)

@@ -1,0 +1,172 @@
+"""Calibration from a labelled set: each (tier, item) scored once, only what is needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reag.calibration.labelled import (
+    LabelledFileError,
+    ingest_and_calibrate,
+    read_labelled,
+    score_labelled_file,
+    score_labelled_set,
+)
+from reag.calibration.store import CalibrationStore
+from reag.judging.settings import CascadeSettings
+from reag.llm.client import LLMClient
+from reag.llm.fake import FakeProvider
+from reag.llm.prices import ModelPrice, PriceTable
+
+from .labelled_data import marker_script, write_labelled
+
+PRICE = PriceTable("test", {"fake:*": ModelPrice(input=1.0, cached_input=1.0, output=1.0)})
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> CalibrationStore:
+    return CalibrationStore.open(f"sqlite:///{tmp_path / 'reag.db'}")
+
+
+def tier_clients(*providers: FakeProvider) -> list[LLMClient]:
+    return [LLMClient(p, prices=PRICE) for p in providers]
+
+
+def three_providers() -> list[FakeProvider]:
+    return [FakeProvider(model=f"fake:tier{t}", label_script=marker_script()) for t in (1, 2, 3)]
+
+
+async def test_a_second_run_makes_no_llm_call(store: CalibrationStore, tmp_path: Path) -> None:
+    path = write_labelled(tmp_path / "labels.jsonl", 40)
+    providers = three_providers()
+    clients = tier_clients(*providers)
+    first = await ingest_and_calibrate(
+        path, store, clients, CascadeSettings(), alpha=0.2, delta=0.1
+    )
+    calls = [len(p.calls) for p in providers]
+    assert calls[0] == 40 * 5
+    assert first.stats.calls == sum(calls)
+    second = await ingest_and_calibrate(
+        path, store, clients, CascadeSettings(), alpha=0.2, delta=0.1
+    )
+    assert [len(p.calls) for p in providers] == calls
+    assert second.stats.calls == 0
+    assert second.stats.reused == first.stats.scored
+    assert [t.threshold for t in second.thresholds] == [t.threshold for t in first.thresholds]
+    assert len(store.threshold_history("nutrition")) == 6  # both runs are in the history
+
+
+async def test_cascade_mode_scores_a_tier_only_on_what_lower_tiers_leave(
+    store: CalibrationStore, tmp_path: Path
+) -> None:
+    path = write_labelled(tmp_path / "labels.jsonl", 40)
+    providers = three_providers()
+    result = await ingest_and_calibrate(
+        path, store, tier_clients(*providers), CascadeSettings(), alpha=0.2, delta=0.1
+    )
+    # Tier 1 is sure (and right) on the 20 SURE items and accepts exactly those.
+    fit1 = result.calibration.fit_for(1)
+    assert fit1.threshold is not None
+    assert fit1.n_accepted == 20
+    assert fit1.n_disagree == 0
+    assert [len(p.calls) for p in providers] == [200, 100, 100]
+    t1, t2, t3 = result.thresholds
+    assert (t1.has_threshold, t2.has_threshold, t3.has_threshold) == (True, False, False)
+    assert t1.model == "fake:tier1"
+    assert t2.n_calibration == 20
+    assert t2.reason
+    assert t1.calibration_hash == result.calibration.calibration_hash
+    assert t1.mode == "cascade"
+    assert store.latest_thresholds("nutrition")[0].threshold == pytest.approx(t1.threshold)
+
+
+async def test_independent_and_system_modes(store: CalibrationStore, tmp_path: Path) -> None:
+    path = write_labelled(tmp_path / "labels.jsonl", 40)
+    providers = three_providers()
+    ind = await ingest_and_calibrate(
+        path,
+        store,
+        tier_clients(*providers),
+        CascadeSettings(),
+        alpha=0.2,
+        delta=0.1,
+        mode="independent",
+    )
+    assert [len(p.calls) for p in providers] == [200, 200, 200]
+    assert all(t.n_calibration == 40 for t in ind.thresholds)
+    system = await ingest_and_calibrate(
+        path,
+        store,
+        tier_clients(*providers),
+        CascadeSettings(),
+        alpha=0.2,
+        delta=0.1,
+        mode="system",
+    )
+    assert [len(p.calls) for p in providers] == [200, 200, 200]  # all reused
+    assert [t.delta for t in system.thresholds] == pytest.approx([0.1 / 3] * 3)
+    assert system.thresholds[0].mode == "system"
+
+
+async def test_tiers_running_one_model_share_its_scores_and_still_pay(
+    store: CalibrationStore, tmp_path: Path
+) -> None:
+    path = write_labelled(tmp_path / "labels.jsonl", 40)
+    provider = FakeProvider(model="fake:same", label_script=marker_script())
+    client = LLMClient(provider, prices=PRICE)
+    records = await score_labelled_file(path, store, [client] * 3, CascadeSettings())
+    assert len(records) == 3 * 40
+    assert len(provider.calls) == 40 * 5
+    by = {(r.item_id, r.tier): r for r in records}
+    item = records[0].item_id
+    assert by[item, 1].cost_usd
+    assert by[item, 3].cost_usd == by[item, 1].cost_usd
+    assert by[item, 2].confidence == by[item, 1].confidence
+    result = await ingest_and_calibrate(
+        path, store, [client] * 3, CascadeSettings(), alpha=0.2, delta=0.1
+    )
+    assert len(provider.calls) == 200
+    assert "same model" in result.model_note()
+
+
+def test_labelled_files_are_checked_line_by_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"item_id": "a", "app": "x", "query": "q", "criterion": "c", '
+        '"actual_response": "r", "label": "MAYBE"}\n'
+    )
+    with pytest.raises(LabelledFileError, match=r"bad.jsonl:1: label"):
+        read_labelled(bad)
+    two = (
+        write_labelled(tmp_path / "a.jsonl", 2).read_text()
+        + write_labelled(tmp_path / "b.jsonl", 2, app="other").read_text()
+    )
+    (tmp_path / "two.jsonl").write_text(two)
+    with pytest.raises(LabelledFileError, match="several apps"):
+        score_labelled_set(
+            tmp_path / "two.jsonl",
+            clients=[],
+            settings=CascadeSettings(),
+            store=CalibrationStore.open(f"sqlite:///{tmp_path / 's.db'}"),
+        )
+
+
+def test_score_labelled_set_is_the_calibrate_cli_entry_point(
+    store: CalibrationStore, tmp_path: Path
+) -> None:
+    path = write_labelled(tmp_path / "labels.jsonl", 20)
+    providers = three_providers()
+    records = score_labelled_set(
+        path, store=store, clients=tier_clients(*providers), settings=CascadeSettings()
+    )
+    assert sorted({r.tier for r in records}) == [1, 2, 3]
+    assert len(records) == 60
+    assert {r.label for r in records} == {"YES", "NO"}
+    again = score_labelled_set(
+        path, store=store, clients=tier_clients(*providers), settings=CascadeSettings()
+    )
+    assert [len(p.calls) for p in providers] == [100, 100, 100]
+    assert sorted(again, key=lambda r: (r.item_id, r.tier)) == sorted(
+        records, key=lambda r: (r.item_id, r.tier)
+    )
