@@ -10,7 +10,8 @@ from services.kit.settings import KafkaSettings
 from services.kit.topology import TOPICS
 
 
-def _admin(kafka: KafkaSettings) -> AIOKafkaAdminClient:
+def client_options(kafka: KafkaSettings) -> dict[str, object]:
+    """Connection keyword arguments for any aiokafka client (admin, consumer, producer)."""
     security = security_for(kafka)
     kwargs: dict[str, object] = {"bootstrap_servers": kafka.bootstrap_servers,
                                  "security_protocol": kafka.security_protocol}
@@ -21,7 +22,11 @@ def _admin(kafka: KafkaSettings) -> AIOKafkaAdminClient:
         kwargs |= {"sasl_mechanism": kafka.sasl_mechanism,
                    "sasl_plain_username": kafka.sasl_username,
                    "sasl_plain_password": kafka.sasl_password.get_secret_value()}
-    return AIOKafkaAdminClient(**kwargs)  # type: ignore[arg-type]
+    return kwargs
+
+
+def _admin(kafka: KafkaSettings) -> AIOKafkaAdminClient:
+    return AIOKafkaAdminClient(**client_options(kafka))  # type: ignore[arg-type]
 
 
 async def ensure_topics(kafka: KafkaSettings, suffix: str = "") -> list[str]:
