@@ -1,4 +1,4 @@
-"""``reag elicit`` (simulated users probe the app, their traffic is published) and ``reag sample-app``.
+"""``reag elicit``: simulated users probe the app, their traffic is published; ``reag sample-app``.
 
 ``elicit`` is the synthetic half of the elicitor (REAG 3.1): it writes users
 within the app's persona categories, sends their queries to the app under
@@ -60,8 +60,9 @@ def _persona_documents(config: AppConfig) -> list[Document]:
     if documents:
         return documents
     try:
-        loaded = load_sources([(config.resolve(e.path), e.kind) for e in config.corpus],
-                              config.name)
+        loaded = load_sources(
+            [(config.resolve(e.path), e.kind) for e in config.corpus], config.name
+        )
     except CorpusLoadError as exc:
         raise _fail(str(exc), 1) from exc
     typer.echo(
@@ -78,8 +79,9 @@ def _report(outcome: SyntheticCase | FailedProbe, as_json: bool) -> None:
     from reag.elicitation.synthetic import FailedProbe
 
     if isinstance(outcome, FailedProbe):
-        typer.echo(f"  #{outcome.index:<3} {outcome.category.id:<22} FAILED  {outcome.error}",
-                   err=True)
+        typer.echo(
+            f"  #{outcome.index:<3} {outcome.category.id:<22} FAILED  {outcome.error}", err=True
+        )
         return
     traffic = outcome.traffic
     if as_json:
@@ -93,8 +95,16 @@ def _report(outcome: SyntheticCase | FailedProbe, as_json: bool) -> None:
 
 
 async def _run(
-    config: AppConfig, *, count: int, seed: int | None, model: str | None,
-    target_url: str | None, bootstrap: str | None, topic: str, dry_run: bool, as_json: bool,
+    config: AppConfig,
+    *,
+    count: int,
+    seed: int | None,
+    model: str | None,
+    target_url: str | None,
+    bootstrap: str | None,
+    topic: str,
+    dry_run: bool,
+    as_json: bool,
 ) -> tuple[int, int]:
     from reag.elicitation.personas import categories_from_documents
     from reag.elicitation.synthetic import FailedProbe, new_run_id, simulate
@@ -103,8 +113,10 @@ async def _run(
     from reag.llm.registry import make_client
 
     if config.target is None:
-        raise _fail(f"app {config.name!r} has no 'target:' section in its manifest, so there is "
-                    "nothing to probe")
+        raise _fail(
+            f"app {config.name!r} has no 'target:' section in its manifest, so there is "
+            "nothing to probe"
+        )
     target_config = config.target
     if target_url:
         field = "base_url" if target_config.kind == "openai" else "url"
@@ -129,17 +141,18 @@ async def _run(
         broker = make_broker(kafka, "elicit")
         await broker.connect()
     run_id = new_run_id()
-    typer.echo(f"{run_id}: {count} simulated users of {config.name} -> {target.endpoint}",
-               err=True)
+    typer.echo(f"{run_id}: {count} simulated users of {config.name} -> {target.endpoint}", err=True)
     published = failed = 0
     try:
-        async for outcome in simulate(config, categories, seeds, client, target,
-                                      count=count, seed=seed, run_id=run_id):
+        async for outcome in simulate(
+            config, categories, seeds, client, target, count=count, seed=seed, run_id=run_id
+        ):
             if isinstance(outcome, FailedProbe):
                 failed += 1
             elif broker is not None:
                 await broker.publish(
-                    outcome.traffic.SerializeToString(), topic,
+                    outcome.traffic.SerializeToString(),
+                    topic,
                     key=outcome.traffic.meta.case_id.encode(),
                     headers={"content-type": "application/x-protobuf", "x-reag-type": "Traffic"},
                 )
@@ -153,7 +166,7 @@ async def _run(
     return published, failed
 
 
-def elicit(
+def elicit(  # noqa: PLR0917 - typer maps each option to one parameter
     app_name: Annotated[str | None, typer.Option("--app", help="The app to probe.")] = None,
     count: Annotated[int, typer.Option("--count", "-n", min=1, help="Simulated users.")] = 5,
     seed: Annotated[int | None, typer.Option("--seed", help="Fixes the sampling.")] = None,
@@ -179,10 +192,19 @@ def elicit(
 ) -> None:
     """Simulated users probe the app under test; their traffic enters the pipeline."""
     config = _load(app_name, manifest)
-    published, failed = asyncio.run(_run(
-        config, count=count, seed=seed, model=model, target_url=target_url,
-        bootstrap=bootstrap, topic=topic, dry_run=dry_run, as_json=as_json,
-    ))
+    _, failed = asyncio.run(
+        _run(
+            config,
+            count=count,
+            seed=seed,
+            model=model,
+            target_url=target_url,
+            bootstrap=bootstrap,
+            topic=topic,
+            dry_run=dry_run,
+            as_json=as_json,
+        )
+    )
     verb = "probed (dry run)" if dry_run else f"published to {topic}"
     typer.echo(f"{count - failed} of {count} cases {verb}; {failed} probes failed", err=True)
     if failed == count:
@@ -214,8 +236,11 @@ def serve_sample_app(
     assert config.sample_app is not None  # system_prompt() checked it
     client = make_client(model or config.sample_app.model, caller=Caller(service="sample-app"))
     app = create_sample_app(
-        prompt, client, served_name=config.sample_app.served_name or config.name,
-        temperature=config.sample_app.temperature, max_tokens=config.sample_app.max_tokens,
+        prompt,
+        client,
+        served_name=config.sample_app.served_name or config.name,
+        temperature=config.sample_app.temperature,
+        max_tokens=config.sample_app.max_tokens,
     )
     typer.echo(f"sample app {config.name} on http://{host}:{port}/v1 ({client.model})", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -72,12 +72,14 @@ class PersonaCategory:
             elif isinstance(value, Iterable):
                 raw.extend(value)
         keywords = tuple(dict.fromkeys(str(k).strip() for k in raw if str(k).strip()))
-        return cls(document.local_id, document.title or document.local_id,
-                   document.content, keywords)
+        return cls(
+            document.local_id, document.title or document.local_id, document.content, keywords
+        )
 
     def to_proto(self, *, description: str, score: float) -> pb.Persona:
-        return pb.Persona(category_id=self.id, category_name=self.name,
-                          description=description, match_score=score)
+        return pb.Persona(
+            category_id=self.id, category_name=self.name, description=description, match_score=score
+        )
 
 
 def categories_from_documents(documents: Sequence[Document]) -> list[PersonaCategory]:
@@ -155,22 +157,27 @@ class PersonaMatcher:
         best = order[0]
         runner_up = self.categories[order[1]] if len(order) > 1 and weights[order[1]] else None
         if weights[best] > 0:
-            return PersonaMatch(self.categories[best], 1.0 - math.exp(-weights[best]),
-                                "keywords", hits[best], runner_up)
+            return PersonaMatch(
+                self.categories[best],
+                1.0 - math.exp(-weights[best]),
+                "keywords",
+                hits[best],
+                runner_up,
+            )
         return self._closest(text)
 
     def _closest(self, text: str) -> PersonaMatch:
         words = _words(text)
         scores = []
         for category in self.categories:
-            vocabulary = _words(" ".join((category.name, category.description,
-                                          *category.keywords)))
+            vocabulary = _words(" ".join((category.name, category.description, *category.keywords)))
             overlap = len(words & vocabulary)
             cosine = overlap / math.sqrt(len(words) * len(vocabulary)) if overlap else 0.0
             scores.append(cosine)
         best = max(range(len(scores)), key=lambda i: (scores[i], -i))
-        return PersonaMatch(self.categories[best], FALLBACK_CEILING * min(1.0, scores[best]),
-                            "closest")
+        return PersonaMatch(
+            self.categories[best], FALLBACK_CEILING * min(1.0, scores[best]), "closest"
+        )
 
 
 def persona_description(category: PersonaCategory, profile: pb.UserProfile) -> str:

@@ -36,15 +36,18 @@ class SimulatedUserDraft(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     profile: str = Field(
-        min_length=10, max_length=400,
+        min_length=10,
+        max_length=400,
         description="Who this person is: age, conditions, medicines, goals, habits.",
     )
     situation: str = Field(
-        min_length=20, max_length=600,
+        min_length=20,
+        max_length=600,
         description="The moment they use the app: where, what, what worries them.",
     )
     query: str = Field(
-        min_length=3, max_length=300,
+        min_length=3,
+        max_length=300,
         description="The message they type, in their own words.",
     )
 
@@ -171,8 +174,17 @@ class SimulatedUserAgent:
 
     async def write(self, shot: FewShot, *, seed: int | None = None) -> SimulatedUser:
         result = await self.client.structured(
-            build_messages(self.app_summary, shot), SimulatedUserDraft,
-            temperature=SIMULATION_TEMPERATURE, max_tokens=self.max_tokens, seed=seed,
+            build_messages(self.app_summary, shot),
+            SimulatedUserDraft,
+            temperature=SIMULATION_TEMPERATURE,
+            max_tokens=self.max_tokens,
+            seed=seed,
         )
-        return SimulatedUser(shot.category, shot.grounding, result.value, self.client.model,
-                             result.usage, result.cost_usd)
+        return SimulatedUser(
+            shot.category,
+            shot.grounding,
+            result.value,
+            self.client.model,
+            result.usage,
+            result.cost_usd,
+        )

@@ -108,9 +108,11 @@ async def simulate(
         user = await agent.write(shot, seed=None if seed is None else seed + index)
         request = TargetRequest(
             query=user.draft.query,
-            profile=pb.UserProfile(user_id=f"sim-{run}-{index:04d}",
-                                   persona_hint=user.category.id,
-                                   description=user.draft.profile),
+            profile=pb.UserProfile(
+                user_id=f"sim-{run}-{index:04d}",
+                persona_hint=user.category.id,
+                description=user.draft.profile,
+            ),
             context=user.grounding.context,
             context_title=user.grounding.context_title,
         )

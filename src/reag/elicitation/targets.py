@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 import httpx
 from openai.types.chat import ChatCompletionMessageParam
 
-from reag.apps import HttpJsonTarget, OpenAITarget
+from reag.apps import TEMPLATE_FIELDS, HttpJsonTarget, OpenAITarget
 from reag.v1 import events_pb2 as pb
 
 
@@ -78,20 +79,21 @@ def profile_json(profile: pb.UserProfile) -> dict[str, Any]:
     }
 
 
-class _Fields(dict[str, str]):
-    """Leaves an unknown ``{name}`` in place instead of raising, so JSON braces survive."""
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(TEMPLATE_FIELDS) + r")\}")
 
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
+
+def fill(template: str, request: TargetRequest) -> str:
+    """Replace ``{field}`` for the known fields only, so other braces (JSON) stay as written."""
+    fields = request.fields()
+    return _PLACEHOLDER.sub(lambda m: fields[m.group(1)], template)
 
 
 def render(template: Any, request: TargetRequest) -> Any:
     """Fill a JSON request template: ``"$profile_json"`` → object, ``{field}`` → text."""
-    fields = _Fields(request.fields())
     if isinstance(template, str):
         if template == "$profile_json":
             return profile_json(request.profile)
-        return template.format_map(fields)
+        return fill(template, request)
     if isinstance(template, Mapping):
         return {key: render(value, request) for key, value in template.items()}
     if isinstance(template, list):
@@ -106,8 +108,10 @@ def extract(payload: Any, path: str) -> str:
     """
     node = payload
     for step in (s for s in path.split(".") if s):
-        if isinstance(node, list) and step.lstrip("-").isdigit() and -len(node) <= int(step) < len(
-            node
+        if (
+            isinstance(node, list)
+            and step.lstrip("-").isdigit()
+            and -len(node) <= int(step) < len(node)
         ):
             node = node[int(step)]
         elif isinstance(node, Mapping) and step in node:
@@ -118,9 +122,7 @@ def extract(payload: Any, path: str) -> str:
                 f"(found {type(node).__name__}); fix target.response_path in the manifest"
             )
     if not isinstance(node, str):
-        raise TargetError(
-            f"response_path {path!r} points at a {type(node).__name__}, not text"
-        )
+        raise TargetError(f"response_path {path!r} points at a {type(node).__name__}, not text")
     return node
 
 
@@ -132,17 +134,17 @@ class OpenAICompatibleTarget:
         self.endpoint = f"openai:{config.base_url.rstrip('/')}/chat/completions#{config.model}"
         key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
         self._client = client or AsyncOpenAI(
-            base_url=config.base_url, api_key=key or "not-needed", timeout=config.timeout_s,
+            base_url=config.base_url,
+            api_key=key or "not-needed",
+            timeout=config.timeout_s,
             max_retries=1,
         )
 
     def messages(self, request: TargetRequest) -> list[ChatCompletionMessageParam]:
-        fields = _Fields(request.fields())
         out: list[ChatCompletionMessageParam] = []
         if self.config.system_template:
-            out.append({"role": "system",
-                        "content": self.config.system_template.format_map(fields)})
-        out.append({"role": "user", "content": self.config.user_template.format_map(fields)})
+            out.append({"role": "system", "content": fill(self.config.system_template, request)})
+        out.append({"role": "user", "content": fill(self.config.user_template, request)})
         return out
 
     async def ask(self, request: TargetRequest) -> TargetReply:

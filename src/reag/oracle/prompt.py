@@ -79,13 +79,17 @@ def used_documents(
 
 
 def _document_block(document: pb.RetrievedDocument, limits: PromptLimits) -> str:
-    lines = [f"[{document.doc_id}] {document.title}".strip(),
-             _clip(document.content, limits.max_doc_chars)]
+    lines = [
+        f"[{document.doc_id}] {document.title}".strip(),
+        _clip(document.content, limits.max_doc_chars),
+    ]
     evidence = list(document.evidence)[: limits.max_evidence_per_doc]
     if evidence:
         lines.append("Cited evidence:")
-        lines += [f'- "{_clip(e.sentence, 300)}"' + (f" ({_clip(e.why, 200)})" if e.why else "")
-                  for e in evidence]
+        lines += [
+            f'- "{_clip(e.sentence, 300)}"' + (f" ({_clip(e.why, 200)})" if e.why else "")
+            for e in evidence
+        ]
     return "\n".join(line for line in lines if line)
 
 
@@ -98,7 +102,8 @@ def build_messages(
     parts = [
         "User input (the current query):\n" + delimit("user_query", intention.query),
         "User situation:\n" + delimit("user_situation", intention.situation or "Not given."),
-        "User persona:\n" + delimit(
+        "User persona:\n"
+        + delimit(
             "user_persona",
             f"Category: {persona.category_name or persona.category_id or 'unknown'}\n"
             f"{persona.description}",
@@ -111,16 +116,21 @@ def build_messages(
             parts.append(f"{heading}:\n" + delimit(tag, "\n\n".join(blocks)))
     others = [d for d in documents if d.kind not in {k for k, _, _ in SECTIONS}]
     if others:
-        parts.append("Other documents:\n" + delimit(
-            "other_documents", "\n\n".join(_document_block(d, limits) for d in others)))
+        parts.append(
+            "Other documents:\n"
+            + delimit("other_documents", "\n\n".join(_document_block(d, limits) for d in others))
+        )
     if interpretation.analysis.strip():
-        parts.append("Interpretation of the user's intention (from the documents above):\n"
-                     + delimit("interpretation", interpretation.analysis))
+        parts.append(
+            "Interpretation of the user's intention (from the documents above):\n"
+            + delimit("interpretation", interpretation.analysis)
+        )
     if limits.show_response and intention.actual_response:
-        parts.append("The application's actual response (for context only; the oracle states "
-                     "what a correct response does, whatever this one did):\n"
-                     + delimit("app_response", _clip(intention.actual_response,
-                                                     limits.max_response_chars)))
+        parts.append(
+            "The application's actual response (for context only; the oracle states "
+            "what a correct response does, whatever this one did):\n"
+            + delimit("app_response", _clip(intention.actual_response, limits.max_response_chars))
+        )
     parts.append(
         "Using all of the above, describe how the application should respond to this user and "
         "write the pass/fail criteria."

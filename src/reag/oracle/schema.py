@@ -8,45 +8,61 @@ must be able to reach the end, and a judge prompt has to hold each criterion.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 MAX_CRITERIA = 8
 MAX_CRITERION_CHARS = 300
 
-CriterionText = Annotated[str, StringConstraints(min_length=8, max_length=MAX_CRITERION_CHARS)]
+MIN_CRITERION_CHARS = 8
+
+CriterionText = Annotated[
+    str, StringConstraints(min_length=MIN_CRITERION_CHARS, max_length=MAX_CRITERION_CHARS)
+]
 
 
 class OracleDraft(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
     test_objective: str = Field(
-        alias="TestObjective", min_length=10, max_length=400,
+        alias="TestObjective",
+        min_length=10,
+        max_length=400,
         description="The behaviour of the application this test checks, in one or two sentences.",
     )
     expected_results: str = Field(
-        alias="ExpectedResultsDescription", min_length=20, max_length=1200,
+        alias="ExpectedResultsDescription",
+        min_length=20,
+        max_length=1200,
         description="What a correct response does for this user, given the requirements.",
     )
     criteria: list[CriterionText] = Field(
-        alias="PassFailCriteria", min_length=1, max_length=MAX_CRITERIA,
+        alias="PassFailCriteria",
+        min_length=1,
+        max_length=MAX_CRITERIA,
         description=(
             "Checks that decide pass or fail, each one verifiable from the response text alone, "
             "starting with PASS if or FAIL if."
         ),
     )
 
-    @field_validator("criteria", mode="after")
+    @field_validator("criteria", mode="before")
     @classmethod
-    def _clean(cls, value: list[str]) -> list[str]:
-        """Blank and repeated criteria are dropped; an oracle left with none is invalid."""
-        seen: dict[str, str] = {}
+    def _clean(cls, value: Any) -> Any:
+        """Blank, too short and repeated criteria are dropped before the bounds are checked.
+
+        One stray empty string should not cost a whole oracle; an oracle left with
+        no criterion still fails ``min_length=1``.
+        """
+        if not isinstance(value, list):
+            return value
+        seen: dict[str, Any] = {}
         for raw in value:
-            text = " ".join(raw.split())
-            if len(text) < 8:
+            if not isinstance(raw, str):
+                seen.setdefault(repr(raw), raw)  # let the type check reject it
                 continue
-            seen.setdefault(text.lower(), text)
-        if not seen:
-            raise ValueError("the oracle has no usable pass/fail criteria")
+            text = " ".join(raw.split())
+            if len(text) >= MIN_CRITERION_CHARS:
+                seen.setdefault(text.lower(), text)
         return list(seen.values())

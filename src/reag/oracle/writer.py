@@ -60,15 +60,24 @@ class OracleWriter:
             temperature = self.temperature if attempt == 1 else self.retry_temperature
             try:
                 result = await self.client.structured(
-                    messages, OracleDraft, temperature=temperature, max_tokens=self.max_tokens,
+                    messages,
+                    OracleDraft,
+                    temperature=temperature,
+                    max_tokens=self.max_tokens,
                 )
             except StructuredOutputError as exc:
                 last = exc
                 calls += 2  # the first try and the client's repair attempt
                 continue
             calls += result.n_calls
-            return WrittenOracle(result.value, self.client.model, attempt, calls,
-                                 usage + result.usage, cost + result.cost_usd)
+            return WrittenOracle(
+                result.value,
+                self.client.model,
+                attempt,
+                calls,
+                usage + result.usage,
+                cost + result.cost_usd,
+            )
         assert last is not None
         raise OracleInvalidError(
             f"no valid oracle after {self.attempts} attempts ({calls} LLM calls) with "
@@ -96,9 +105,7 @@ def oracle_event(interpretation: pb.Interpretation, written: WrittenOracle) -> p
     return oracle
 
 
-def judge_requests(
-    oracle: pb.Oracle, limits: PromptLimits | None = None
-) -> list[pb.JudgeRequest]:
+def judge_requests(oracle: pb.Oracle, limits: PromptLimits | None = None) -> list[pb.JudgeRequest]:
     """One request per criterion, each carrying what a judge (or a reviewer) needs."""
     interpretation = oracle.interpretation
     intention = interpretation.intention

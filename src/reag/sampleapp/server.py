@@ -60,14 +60,17 @@ def create_sample_app(
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {"object": "list",
-                "data": [{"id": served_name, "object": "model", "owned_by": "reag"}]}
+        return {
+            "object": "list",
+            "data": [{"id": served_name, "object": "model", "owned_by": "reag"}],
+        }
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(request: ChatRequest) -> dict[str, Any] | JSONResponse:
         if not any(m.role == "user" for m in request.messages):
-            return _error(400, "messages must contain at least one user message",
-                          "invalid_request_error")
+            return _error(
+                400, "messages must contain at least one user message", "invalid_request_error"
+            )
         messages = [Message("system", system_prompt)] + [
             Message("system" if m.role == "developer" else m.role, m.content)
             for m in request.messages
@@ -89,11 +92,13 @@ def create_sample_app(
             "object": "chat.completion",
             "created": int(time.time()),
             "model": served_name,
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": result.text.strip()},
-                "finish_reason": "stop",
-            }],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": result.text.strip()},
+                    "finish_reason": "stop",
+                }
+            ],
             "usage": {
                 "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens,

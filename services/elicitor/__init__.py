@@ -1,0 +1,1 @@
+"""The elicitor service: traffic of the app under test in, user intentions out (REAG 3.1)."""

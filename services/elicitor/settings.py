@@ -1,0 +1,18 @@
+"""Settings of the elicitor (env prefix ``REAG_``; Kafka under ``REAG_KAFKA__``)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from services.kit.settings import ServiceSettings
+
+
+class ElicitorSettings(ServiceSettings):
+    persona_cache_s: float = Field(
+        default=60.0,
+        ge=0,
+        description=(
+            "Seconds an app's persona categories are kept before the corpus store is read "
+            "again; a re-ingested corpus is seen within this time."
+        ),
+    )

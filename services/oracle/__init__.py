@@ -1,0 +1,1 @@
+"""The oracle service: interpretations in; oracles and one judge request per criterion out."""

@@ -1,0 +1,71 @@
+"""Wiring of the retriever: corpus store, LLM clients, ranking kernels, self-reasoning."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from faststream.asgi import AsgiFastStream
+
+from reag.corpus.model import Document
+from reag.corpus.store import CorpusStore
+from reag.llm import Caller
+from reag.retrieval.reasoning import SelfReasoner
+from reag.retrieval.retriever import Retriever
+from reag.retrieval.score_cache import ScoreCache
+from services.kit.app import make_app
+from services.retriever.handlers import RetrieverDeps, build_router
+from services.retriever.settings import RetrieverSettings
+
+_NEEDS_LLM = ("icralm", "embedding+icralm", "hybrid")
+
+
+@dataclass
+class CachedCorpus:
+    """An app's documents, read from the store at most once per ``ttl_s``."""
+
+    store: CorpusStore
+    ttl_s: float
+    clock: Callable[[], float] = time.monotonic
+    _cache: dict[str, tuple[float, list[Document]]] = field(default_factory=dict)
+
+    def __call__(self, app: str) -> list[Document]:
+        now = self.clock()
+        cached = self._cache.get(app)
+        if cached is None or now - cached[0] >= self.ttl_s:
+            cached = (now, self.store.list(app) if app else [])
+            self._cache[app] = cached
+        return cached[1]
+
+
+def build_deps(settings: RetrieverSettings) -> RetrieverDeps:
+    from reag.llm.registry import make_client
+
+    config = settings.retrieval
+    ranking_client = None
+    if config.kernel in _NEEDS_LLM:
+        ranking_client = make_client(settings.ranking_model, caller=Caller(service="retriever"))
+    retriever = Retriever(
+        config,
+        client=ranking_client,
+        score_cache=ScoreCache(settings.cache_dir() / "icralm.sqlite")
+        if settings.score_cache and ranking_client is not None
+        else None,
+        embedding_cache_dir=settings.cache_dir() / "embeddings",
+    )
+    reasoner = None
+    if settings.self_reasoning:
+        reasoner = SelfReasoner(
+            make_client(settings.reasoning_model, caller=Caller(service="retriever")),
+            max_evidence=settings.max_evidence,
+            concurrency=settings.reasoning_concurrency,
+            max_tokens=settings.reasoning_max_tokens,
+        )
+    store = CorpusStore.open(settings.resolved_store_dsn())
+    return RetrieverDeps(retriever, reasoner, CachedCorpus(store, settings.corpus_cache_s))
+
+
+def create_app(settings: RetrieverSettings | None = None) -> AsgiFastStream:
+    settings = settings or RetrieverSettings()
+    return make_app("retriever", settings, [build_router(settings, build_deps(settings))])
