@@ -30,7 +30,8 @@ not cover. At most 250 words. {DATA_NOTE}"""
 
 INTERVIEWER_TURN = f"""You are a requirements analyst interviewing the main stakeholder of
 a software project. You have one tool with two actions. Reply with exactly one JSON object:
-{{"action": "ask", "question": "<one question>"}} to ask your next question, or
+{{"action": "ask", "question": "Who will use the product first?"}} to ask your next
+question (your own, not this example), or
 {{"action": "exit_interview"}} when the answers so far cover the users, the functions, the
 data and interfaces, the quality needs (performance, security, reliability) and the
 constraints well enough to write a specification. Ask one concrete question about what is

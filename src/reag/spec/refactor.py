@@ -12,9 +12,11 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from reag.llm.base import Message, StructuredOutputError
-from reag.spec.agent import Agent
+from reag.llm.client import LLMClient
+from reag.spec.agent import Agent, RunContext
 from reag.spec.document import SrsDocument
 from reag.spec.prompts import REFACTOR_REVIEW, delimit
+from reag.spec.settings import AgentSettings
 
 Quality = Literal["ambiguity", "completeness", "consistency", "verifiability"]
 MAX_COMMANDS = 8
@@ -35,13 +37,31 @@ def bullets(points: list[str]) -> str:
     return "\n".join(f"- {point}" for point in points)
 
 
+def cut_at_line(text: str, max_chars: int) -> str:
+    """``text`` whole if it fits, else its lines up to ``max_chars`` and a marker."""
+    if len(text) <= max_chars:
+        return text
+    head = text[:max_chars].rsplit("\n", 1)[0]
+    return f"{head}\n[... draft cut here: {len(text) - len(head)} more characters not shown]"
+
+
 class Refactor(Agent):
     name = "refactor"
+
+    def __init__(
+        self,
+        client: LLMClient,
+        settings: AgentSettings,
+        context: RunContext | None = None,
+        max_draft_chars: int = 8000,
+    ) -> None:
+        super().__init__(client, settings, context)
+        self.max_draft_chars = max_draft_chars
 
     def review_messages(
         self, document: SrsDocument, verification: list[str], human_feedback: list[str]
     ) -> list[Message]:
-        parts = [delimit("draft_srs", document.to_markdown())]
+        parts = [delimit("draft_srs", cut_at_line(document.to_markdown(), self.max_draft_chars))]
         if verification:
             parts.append(delimit("verification_comments", bullets(verification)))
         if human_feedback:

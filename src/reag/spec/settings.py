@@ -1,5 +1,9 @@
 """Settings of the requirements agents (env prefix ``REAG_SPEC_``).
 
+Output budgets (``max_tokens``) default small so that a whole draft on the
+local 270M model finishes in minutes on a 2-core machine; raise them for a
+capable model, whose sections deserve more than 128 tokens.
+
 Each agent has its own model, temperature and output budget. Temperatures
 default to the Agent4RE paper's table 3: the orchestrator coordinates at 0.5,
 interviewer and stakeholder explore at 1.0, the generator writes at 0.8, the
@@ -32,12 +36,12 @@ class AgentSettings(BaseModel):
 
 
 _AGENT_DEFAULTS: dict[str, AgentSettings] = {
-    "orchestrator": AgentSettings(temperature=0.5, max_tokens=256),
-    "interviewer": AgentSettings(temperature=1.0, max_tokens=128),
-    "report": AgentSettings(temperature=1.0, max_tokens=384),
-    "stakeholder": AgentSettings(temperature=1.0, max_tokens=160),
-    "generator": AgentSettings(temperature=0.8, max_tokens=192),
-    "refactor": AgentSettings(temperature=0.2, max_tokens=512),
+    "orchestrator": AgentSettings(temperature=0.5, max_tokens=200),
+    "interviewer": AgentSettings(temperature=1.0, max_tokens=96),
+    "report": AgentSettings(temperature=1.0, max_tokens=320),
+    "stakeholder": AgentSettings(temperature=1.0, max_tokens=128),
+    "generator": AgentSettings(temperature=0.8, max_tokens=128),
+    "refactor": AgentSettings(temperature=0.2, max_tokens=384),
     "judge": AgentSettings(temperature=0.0, max_tokens=384),
 }
 
@@ -93,8 +97,17 @@ class SpecSettings(ReagSettings):
         description="Times the orchestrator sends unfilled sections back to the generator.",
     )
     seed: int | None = Field(default=None, description="Sampling seed where the model takes one.")
+    # The two character budgets below keep prompts inside the default local
+    # model's 4,096-token context (REAG_LLM_LOCAL_CONTEXT) at ~4 characters a
+    # token; raise them for a model with a larger window.
+    refactor_max_draft_chars: int = Field(
+        default=8000,
+        gt=0,
+        description="Characters of the draft the refactor agent sees; the rest is cut, "
+        "at a line, with a marker saying so.",
+    )
     judge_max_chars: int = Field(
-        default=12000,
+        default=5000,
         gt=0,
         description="Characters of each document the judge sees; longer text is cut.",
     )

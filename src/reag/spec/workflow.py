@@ -65,7 +65,12 @@ class SpecTeam:
             generator=Generator(
                 await pool.get(settings.generator.model), settings.generator, template, context
             ),
-            refactor=Refactor(await pool.get(settings.refactor.model), settings.refactor, context),
+            refactor=Refactor(
+                await pool.get(settings.refactor.model),
+                settings.refactor,
+                context,
+                max_draft_chars=settings.refactor_max_draft_chars,
+            ),
             context=context,
         )
         context.log.agents = {

@@ -21,7 +21,7 @@ def test_each_agent_is_configurable_from_the_environment(monkeypatch: pytest.Mon
     monkeypatch.setenv("REAG_SPEC_MAX_TURNS", "4")
     settings = SpecSettings()
     assert settings.generator.temperature == 0.3
-    assert settings.generator.max_tokens == 192  # the rest of the default survives
+    assert settings.generator.max_tokens == 128  # the rest of the default survives
     assert settings.refactor.model == "openai:gpt-4.1-mini"
     assert settings.max_turns == 4
 
