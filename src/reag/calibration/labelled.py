@@ -26,6 +26,7 @@ import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from reag import metrics
 from reag.calibration.cascade import ABSTAIN, CascadeCalibration, Mode, calibrate_table, route
 from reag.calibration.errors import CalibrationError
 from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid
@@ -409,6 +410,7 @@ async def calibrate_app(
     thresholds = thresholds_from(calibration, app, models)
     version = judges[0].prompt_version if judges else ""
     store.record_thresholds(thresholds, prompt_version=version, trigger=trigger)
+    metrics.CALIBRATION_RUNS.labels(trigger).inc()
     return LabelledCalibration(app, calibration, thresholds, records, models, version, stats)
 
 

@@ -1,0 +1,56 @@
+"""Settings of the calibrator: the statistics, how often to recalibrate, the shared cascade.
+
+REAG_TIER_MODELS and the annotator settings must match the judge deployments'
+(``CascadeSettings``): the calibrator scores reviewed items with the very
+prompts the judges use.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from reag.calibration.fixed_sequence import Grid
+from reag.calibration.scaling import DEFAULT_TAU
+from reag.judging.settings import CascadeSettings
+from services.kit.settings import ServiceSettings
+
+
+class CalibratorSettings(ServiceSettings, CascadeSettings):
+    recalibrate_every: int = Field(
+        default=20,
+        ge=1,
+        description="Recalibrate an app after this many new review labels (M).",
+    )
+    alpha: float = Field(
+        default=0.1,
+        gt=0,
+        lt=1,
+        description="Tolerated disagreement rate among accepted verdicts, per tier.",
+    )
+    delta: float = Field(
+        default=0.1,
+        gt=0,
+        lt=1,
+        description="Allowed probability that the risk bound fails.",
+    )
+    mode: Literal["cascade", "independent", "system"] = Field(
+        default="cascade",
+        description=(
+            "cascade: tier t+1 fit on what tiers 1..t leave; independent: every tier on every "
+            "item; system: cascade with δ split across tiers (whole accepted set risk ≤ α)."
+        ),
+    )
+    tau: int = Field(
+        default=DEFAULT_TAU,
+        ge=0,
+        description="Temperature-scale a tier accepting fewer calibration items than this.",
+    )
+    grid: str = Field(
+        default="0.999:0.5:0.001",
+        description="Candidate thresholds START:STOP:STEP.",
+    )
+
+    def candidate_grid(self) -> Grid:
+        return Grid.parse(self.grid)

@@ -1,0 +1,37 @@
+"""Settings of a judge deployment: which tier it is, and the cascade settings it shares.
+
+The annotator settings (REAG_ANNOTATORS, REAG_EXAMPLES, REAG_SEED, REAG_SAMPLES)
+and REAG_TIER_MODELS come from ``CascadeSettings``, which the calibrator and
+``reag calibrate --labels`` read too: thresholds are only valid for the
+prompts they were calibrated on.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from reag.judging.settings import N_TIERS, CascadeSettings
+from services.kit.settings import ServiceSettings
+
+
+class JudgeSettings(ServiceSettings, CascadeSettings):
+    tier: int = Field(
+        default=1,
+        ge=1,
+        le=N_TIERS,
+        description="This deployment's place in the cascade: 1 (cheapest) to 3.",
+    )
+    judge_model: str | None = Field(
+        default=None,
+        description=(
+            "This tier's model, overriding its entry in REAG_TIER_MODELS; unset: that "
+            "entry, else the LLM layer's default (local:gemma-3-270m, no judging skill)."
+        ),
+    )
+
+    @property
+    def service(self) -> str:
+        return f"judge-tier{self.tier}"
+
+    def model(self) -> str | None:
+        return self.judge_model or self.model_for(self.tier)

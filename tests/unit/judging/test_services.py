@@ -1,0 +1,138 @@
+"""judge-tier and calibrator wiring under FastStream's in-memory TestKafkaBroker."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from faststream.kafka import KafkaBroker, TestKafkaBroker
+from prometheus_client import REGISTRY
+
+from reag.calibration.store import CalibrationStore
+from reag.llm.client import LLMClient
+from reag.llm.fake import FakeProvider
+from reag.v1 import events_pb2 as pb
+from services.calibrator.handlers import CalibratorDeps
+from services.calibrator.handlers import build_router as build_calibrator
+from services.calibrator.settings import CalibratorSettings
+from services.judge.handlers import JudgeDeps, announce, build_router
+from services.judge.settings import JudgeSettings
+from services.kit.topology import ABSTAINS, DLQ, JUDGE_TIER, REVIEWS, THRESHOLDS, VERDICTS
+
+from .conftest import make_request
+from .labelled_data import marker_script
+
+SUFFIX = "-unit"
+
+
+def sample(name: str, **labels: str) -> float | None:
+    return REGISTRY.get_sample_value(name, labels)
+
+
+def judge_deps(settings: JudgeSettings, store: CalibrationStore | None = None) -> JudgeDeps:
+    provider = FakeProvider(model="fake:tier3", label_script=marker_script())
+    return JudgeDeps.build(settings, LLMClient(provider), store)
+
+
+def test_settings_pick_the_tier_model_from_the_shared_list() -> None:
+    shared = "gemini:gemini-2.5-flash-lite,openai:gpt-4.1-mini,gemini:gemini-2.5-flash"
+    assert JudgeSettings(tier=2, tier_models=shared).model() == "openai:gpt-4.1-mini"
+    assert JudgeSettings(tier=2, tier_models=shared, judge_model="openai:o4-mini").model() == (
+        "openai:o4-mini"
+    )
+    assert JudgeSettings(tier=3).model() is None  # the LLM layer's default
+    with pytest.raises(ValueError, match="3 tiers"):
+        JudgeSettings(tier_models="a:b,c:d,e:f,g:h").model()
+
+
+def test_a_tier_without_threshold_says_so_at_start(caplog: pytest.LogCaptureFixture) -> None:
+    settings = JudgeSettings(tier=3, topic_suffix=SUFFIX)
+    deps = judge_deps(settings)
+    with caplog.at_level(logging.WARNING, logger="reag.judge"):
+        announce(settings, deps, ["start-app"])
+    assert "accepts nothing" in caplog.text
+    assert sample("reag_judge_threshold_present", tier="3", app="start-app") == 0.0
+
+
+async def test_last_tier_abstains_then_accepts_once_a_threshold_arrives() -> None:
+    settings = JudgeSettings(tier=3, topic_suffix=SUFFIX)
+    deps = judge_deps(settings)
+    broker = KafkaBroker()
+    broker.include_router(build_router(settings, deps))
+    abstains: list[pb.Abstain] = []
+    verdicts: list[pb.Verdict] = []
+
+    @broker.subscriber(ABSTAINS + SUFFIX)
+    async def on_abstain(body: bytes) -> None:
+        abstains.append(pb.Abstain.FromString(body))
+
+    @broker.subscriber(VERDICTS + SUFFIX)
+    async def on_verdict(body: bytes) -> None:
+        verdicts.append(pb.Verdict.FromString(body))
+
+    app = "svc-app"
+    async with TestKafkaBroker(broker) as test_broker:
+        request = make_request("Sugar is 30 g. SURE-NO", app=app, case="c-1")
+        await test_broker.publish(request.SerializeToString(), JUDGE_TIER[3] + SUFFIX)
+        assert len(abstains) == 1
+        assert verdicts == []
+        assert [a.tier for a in abstains[0].request.history] == [3]
+        assert sample("reag_judge_threshold_present", tier="3", app=app) == 0.0
+
+        th = pb.Threshold(app=app, tier=3, model="fake:tier3", has_threshold=True, threshold=0.9)
+        th.computed_at.seconds = 5
+        await test_broker.publish(th.SerializeToString(), THRESHOLDS + SUFFIX)
+        assert sample("reag_judge_threshold", tier="3", app=app) == pytest.approx(0.9)
+        await test_broker.publish(request.SerializeToString(), JUDGE_TIER[3] + SUFFIX)
+        assert [(v.tier, v.label) for v in verdicts] == [(3, pb.LABEL_NO)]
+    assert sample("reag_judge_decisions_total", tier="3", app=app, decision="abstained") == 1.0
+    assert sample("reag_judge_decisions_total", tier="3", app=app, decision="accepted") == 1.0
+
+
+async def test_calibrator_dead_letters_itemless_reviews_and_recalibrates_after_m(
+    tmp_path: Path,
+) -> None:
+    store = CalibrationStore.open(f"sqlite:///{tmp_path / 'c.db'}")
+    settings = CalibratorSettings(
+        topic_suffix=SUFFIX, recalibrate_every=4, alpha=0.5, delta=0.2, annotators=2, examples=1
+    )
+    clients = [
+        LLMClient(FakeProvider(model=f"fake:t{t}", label_script=marker_script())) for t in (1, 2, 3)
+    ]
+    broker = KafkaBroker()
+    broker.include_router(build_calibrator(settings, CalibratorDeps(store, clients)))
+    thresholds: list[pb.Threshold] = []
+    letters: list[pb.DeadLetter] = []
+
+    @broker.subscriber(THRESHOLDS + SUFFIX)
+    async def on_threshold(body: bytes) -> None:
+        thresholds.append(pb.Threshold.FromString(body))
+
+    @broker.subscriber(DLQ)
+    async def on_letter(body: bytes) -> None:
+        letters.append(pb.DeadLetter.FromString(body))
+
+    def review(i: int, *, with_item: bool = True) -> bytes:
+        marker = "SURE-YES" if i % 2 == 0 else "SURE-NO"
+        item = make_request(f"answer {i}: {marker}", app="cal-app", case=f"r{i}")
+        event = pb.Review(
+            criterion_id=f"r{i}/c0", label=pb.LABEL_YES if i % 2 == 0 else pb.LABEL_NO
+        )
+        event.meta.CopyFrom(item.meta)
+        if with_item:
+            event.item.CopyFrom(item)
+        return event.SerializeToString()
+
+    async with TestKafkaBroker(broker) as test_broker:
+        await test_broker.publish(review(0, with_item=False), REVIEWS + SUFFIX)
+        assert [x.error_type for x in letters] == ["missing_field"]
+        for i in range(3):
+            await test_broker.publish(review(i), REVIEWS + SUFFIX)
+        await test_broker.publish(review(2), REVIEWS + SUFFIX)  # the same criterion again
+        assert thresholds == []
+        await test_broker.publish(review(3), REVIEWS + SUFFIX)
+        assert [t.tier for t in thresholds] == [1, 2, 3]
+    assert thresholds[0].n_calibration == 4
+    assert store.count_items("cal-app") == 4
+    assert sample("reag_calibration_items", app="cal-app") == 4.0
