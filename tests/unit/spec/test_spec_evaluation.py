@@ -109,3 +109,12 @@ def test_unsectioned_text_is_compared_whole(tmp_path: Path) -> None:
     text = read_spec_text(write(tmp_path, "plain.txt", "Just prose.\nMore prose."))
     assert text.whole == "Just prose.\nMore prose."
     assert text.sections == {}
+
+
+def test_example_reference_srs_fills_every_ieee830_section() -> None:
+    path = Path(__file__).parents[3] / "examples" / "nutrition" / "reference_srs.md"
+    template = load_template("ieee830")
+    document = SrsDocument.from_markdown(path.read_text(encoding="utf-8"), template)
+    assert document.title == "NutriLens (illustrative)"
+    assert [leaf.label for leaf in document.unfilled()] == []
+    assert list(read_spec_text(path).sections) == ["1", "2", "3"]
