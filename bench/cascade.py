@@ -1,30 +1,44 @@
 """Benchmark: the calibrated cascade against each judge alone, with honest cost.
 
-Reads judge scores on the example app's labelled set (a ScoreRecord JSONL,
-e.g. what ``reag calibrate --labels`` stored) from ``REAG_BENCH_SCORES``,
-splits the items in half (calibration / evaluation), and prints, for
-α = 0.10…0.40, the cascade's coverage, selective agreement and cost per
-performance charging every call, beside each judge alone. Optional:
-``REAG_BENCH_TIER_COSTS`` (default 1,3,4.6, used unless every record has
-cost_usd), ``REAG_BENCH_SEED`` (default 0), ``REAG_BENCH_OUT`` (a folder for
-the CSV, Markdown and plots).
+On the example app's labelled set (examples/nutrition/calibration.jsonl), the
+three tier judges score every item (N annotators × K examples each, the
+production prompts), the items are split in half (seeded) into calibration
+and evaluation sets, and for α = 0.10…0.40 the calibration engineer's sweep
+prints the cascade's coverage, selective agreement and cost per performance
+charging every call made, beside each judge alone; the CSV, Markdown and
+plots go to bench/out/.
+
+Scores are stored in the calibration store (REAG_STORE_DSN, default
+<state_dir>/reag.db) under (app, tier, model, prompt version, item), so a
+rerun makes no model call; the first run's scoring time is printed. Tier
+models come from REAG_TIER_MODELS; unset, all three tiers are the local 270M
+base model, which the output says plainly (the cascade then asks the same
+judge three times, and a tier's scores are copied from the tier below).
+
+Cost: recorded USD when the tiers are priced models; the local model costs
+nothing, so then relative per-call tier costs are used (REAG_BENCH_TIER_COSTS,
+default 1,3,4.6 as in the paper's table 3). Knobs: REAG_BENCH_SEED (split,
+default 0), REAG_BENCH_OUT (default bench/out), REAG_BENCH_LABELS (another
+labelled set), REAG_BENCH_SCORES (a ScoreRecord JSONL to use instead of
+scoring, e.g. scores from capable models made elsewhere).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from reag.calibration import read_scores
+from reag.calibration import ScoreRecord, pivot, read_scores
+from reag.calibration.labelled import Progress
 from reag.calibration.report import markdown, write_sweep
-from reag.calibration.sweep import (
-    SweepResult,
-    parse_alphas,
-    parse_tier_costs,
-    run_sweep,
-    split_records,
-)
+from reag.calibration.sweep import SweepResult, parse_alphas, parse_tier_costs, run_sweep
 
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ROOT / "examples" / "nutrition" / "calibration.jsonl"
+OUT = Path(__file__).resolve().parent / "out"
 ALPHAS = "0.10:0.40:0.02"
 DELTA = 0.1
 
@@ -62,30 +76,82 @@ def comparison(result: SweepResult) -> str:
     return "\n".join(lines)
 
 
+def _progress(started: float) -> Progress:
+    def report(tier: int, done: int, total: int) -> None:
+        if done == total or done % 10 == 0:
+            print(
+                f"  tier {tier}: {done}/{total} items scored "
+                f"({time.perf_counter() - started:.0f} s)",
+                flush=True,
+            )
+
+    return report
+
+
+def score_example_set(labels: Path) -> list[ScoreRecord]:
+    """Every tier on every labelled item, from the store where already scored."""
+    from reag.calibration.labelled import ScoringStats, make_tier_clients, score_labelled_file
+    from reag.calibration.store import CalibrationStore
+    from reag.judging.settings import CascadeSettings
+
+    settings = CascadeSettings()
+    clients = make_tier_clients(settings, "bench")
+    models = [c.model for c in clients]
+    if len(set(models)) == 1:
+        print(
+            f"tiers: all three are {models[0]} (REAG_TIER_MODELS unset or naming one "
+            "model). Escalating asks the same judge again, and the local base model has no "
+            "judging skill: expect no thresholds and everything abstained."
+        )
+    else:
+        print("tiers: " + " → ".join(models))
+    print(
+        f"annotators: N={settings.annotators}, K={settings.examples}, seed={settings.seed}; "
+        f"store: {settings.resolved_store_dsn()}"
+    )
+    store = CalibrationStore.open(settings.resolved_store_dsn())
+    stats = ScoringStats()
+    started = time.perf_counter()
+    records = asyncio.run(
+        score_labelled_file(
+            labels,
+            store,
+            clients,
+            settings,
+            stats=stats,
+            progress=_progress(started),
+        )
+    )
+    print(f"scoring: {stats.line()}; wall {time.perf_counter() - started:.1f} s")
+    return records
+
+
+def _priced(records: Sequence[ScoreRecord]) -> bool:
+    return any((r.cost_usd or 0.0) > 0.0 for r in records)
+
+
 def run() -> None:
     source = os.environ.get("REAG_BENCH_SCORES")
-    if not source:
-        print(
-            "cascade bench skipped: set REAG_BENCH_SCORES to a JSONL of judge scores on the "
-            "example app's labelled set (one line per item and tier)"
-        )
-        return
-    cal, evaluation = split_records(
-        read_scores(Path(source)), None, fraction=0.5,
-        seed=int(os.environ.get("REAG_BENCH_SEED", "0")),
-    )  # fmt: skip
+    labels = Path(os.environ.get("REAG_BENCH_LABELS", str(LABELS)))
+    records = read_scores(Path(source)) if source else score_example_set(labels)
+    tier_costs = None
+    if not _priced(records):
+        costs = os.environ.get("REAG_BENCH_TIER_COSTS", "1,3,4.6")
+        print(f"cost: no recorded USD (local model), so relative per-call tier costs {costs}")
+        records = [r.model_copy(update={"cost_usd": None}) for r in records]
+        tier_costs = parse_tier_costs(costs)
+    seed = int(os.environ.get("REAG_BENCH_SEED", "0"))
+    cal, evaluation = pivot(records).split(0.5, seed)
+    print(f"split (seed {seed}): {cal.n_items} calibration, {evaluation.n_items} evaluation items")
     result = run_sweep(
-        cal, evaluation, alphas=parse_alphas(ALPHAS), delta=DELTA,
-        tier_costs=parse_tier_costs(os.environ.get("REAG_BENCH_TIER_COSTS", "1,3,4.6")),
-    )  # fmt: skip
+        cal, evaluation, alphas=parse_alphas(ALPHAS), delta=DELTA, tier_costs=tier_costs
+    )
     print(comparison(result))
-    out = os.environ.get("REAG_BENCH_OUT")
-    if out:
-        paths = write_sweep(result, Path(out))
-        print("\nwrote " + ", ".join(str(p) for p in paths))
-    else:
-        print()
-        print(markdown(result))
+    print()
+    print(markdown(result))
+    out = Path(os.environ.get("REAG_BENCH_OUT", str(OUT)))
+    paths = write_sweep(result, out)
+    print("wrote " + ", ".join(str(p) for p in paths))
 
 
 if __name__ == "__main__":

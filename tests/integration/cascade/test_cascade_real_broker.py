@@ -7,15 +7,23 @@ FAIRLY-SURE, 0.6 for UNSURE responses.
 
 from __future__ import annotations
 
+import asyncio
+import json
+from pathlib import Path
+
 import pytest
 
+from reag.calibration.store import CalibrationStore
 from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
 from services.calibrator.handlers import CalibratorDeps
 from services.calibrator.handlers import build_router as build_calibrator
+from services.calibrator.labels import calibrate_from_labels
 from services.calibrator.main import republish_latest
 from services.calibrator.settings import CalibratorSettings
+from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
+from services.kit.settings import KafkaSettings
 from services.kit.topology import ABSTAINS, JUDGE_TIER, REVIEWS, THRESHOLDS, VERDICTS
 
 from .conftest import (
@@ -186,3 +194,50 @@ async def test_the_calibrator_republishes_stored_thresholds_at_start(
     assert await until(
         lambda: (t := book.get("nutrition")) is not None and t.threshold == pytest.approx(0.8)
     )
+
+
+async def test_calibrate_from_labels_publishes_for_the_judges(
+    kafka: KafkaSettings,
+    topic_suffix: str,
+    calibration_store: CalibrationStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    await ensure_topics(kafka, topic_suffix)
+    monkeypatch.setenv("REAG_KAFKA__BOOTSTRAP_SERVERS", kafka.bootstrap_servers)
+    monkeypatch.setenv("REAG_TOPIC_SUFFIX", topic_suffix)
+    path = tmp_path / "labels.jsonl"
+    path.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "item_id": f"l{i}",
+                    "app": "nutrition",
+                    "persona_category": "t2d",
+                    "query": "q",
+                    "criterion": "c",
+                    "actual_response": "SURE-YES" if i % 2 else "SURE-NO",
+                    "label": "YES" if i % 2 else "NO",
+                }
+            )
+            for i in range(30)
+        )
+        + "\n"
+    )
+    clients = [LLMClient(tier_provider(t)) for t in (1, 2, 3)]
+    run = await asyncio.to_thread(
+        calibrate_from_labels,
+        path,
+        alpha=0.2,
+        delta=0.1,
+        publish=True,
+        store=calibration_store,
+        clients=clients,
+    )
+    assert run.published == 3
+    published = await read_until(
+        kafka.bootstrap_servers, THRESHOLDS + topic_suffix, pb.Threshold, lambda ts: len(ts) >= 3
+    )
+    assert [(t.tier, t.has_threshold) for t in published] == [(1, True), (2, False), (3, False)]
+    assert published[0].n_calibration == 30
+    assert published[0].calibration_hash == run.result.calibration.calibration_hash

@@ -18,6 +18,7 @@ from reag.judging.settings import CascadeSettings
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
 from reag.llm.prices import ModelPrice, PriceTable
+from services.calibrator.labels import calibrate_from_labels
 
 from .labelled_data import marker_script, write_labelled
 
@@ -170,3 +171,23 @@ def test_score_labelled_set_is_the_calibrate_cli_entry_point(
     assert sorted(again, key=lambda r: (r.item_id, r.tier)) == sorted(
         records, key=lambda r: (r.item_id, r.tier)
     )
+
+
+def test_the_labels_command_records_thresholds_and_names_tier_models(
+    store: CalibrationStore, tmp_path: Path
+) -> None:
+    path = write_labelled(tmp_path / "labels.jsonl", 40)
+    providers = three_providers()
+    run = calibrate_from_labels(
+        path,
+        alpha=0.2,
+        delta=0.1,
+        mode="system",
+        store=store,
+        clients=tier_clients(*providers),
+        tier_models="a:x,b:y,c:z",
+    )
+    assert run.published == 0
+    assert [t.tier for t in run.result.thresholds] == [1, 2, 3]
+    assert [t.mode for t in store.latest_thresholds("nutrition")] == ["system"] * 3
+    assert run.result.models == ("fake:tier1", "fake:tier2", "fake:tier3")
