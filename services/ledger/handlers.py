@@ -24,20 +24,22 @@ def build_router(settings: LedgerSettings, store: LedgerStore) -> KafkaRouter:
     spec = suffixed(SERVICES["ledger"], suffix)
     router = KafkaRouter()
     results_topic = RESULTS + suffix
-    # A suffixed run gets its own group too, so runs sharing a broker never rebalance together.
-    group = f"{spec.name}{suffix}"
 
     def subscribe(
         topic: str,
         event_type: type[pb.Oracle] | type[pb.Verdict] | type[pb.Abstain] | type[pb.Review],
     ) -> Callable[..., object]:
+        # One consumer group per topic: instances still share each topic's partitions, but
+        # the four consumers of one process do not rebalance each time one of them joins
+        # (on Tansu a shared group took ~30 s to settle). A suffixed run gets its own groups,
+        # so runs sharing a broker never rebalance together.
         return consume(
             router,
             spec,
             topic + suffix,
             event_type,
             max_event_bytes=settings.kafka.max_event_bytes,
-            group_id=group,
+            group_id=f"{spec.name}{suffix}-{topic}",
         )
 
     def emit(update: LedgerUpdate) -> Emit | None:

@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from faststream import AckPolicy
-from faststream.kafka import KafkaMessage
+from faststream.kafka.message import KafkaMessage
 
 from reag.review.session import SourceItem
 from reag.v1 import events_pb2 as pb
