@@ -13,6 +13,8 @@ structured output: ``{"action": "ask", "question": ...}`` or
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -36,7 +38,9 @@ class InterviewerMove(BaseModel):
     """The interviewer's tool call: ask one more question, or exit the interview."""
 
     action: Literal["ask", "exit_interview"]
-    question: str = Field(default="", max_length=400)
+    # Bounded so that a schema-constrained decoder closes the JSON within the
+    # interviewer's output budget.
+    question: str = Field(default="", max_length=240)
 
     @model_validator(mode="after")
     def _ask_needs_question(self) -> InterviewerMove:
@@ -60,6 +64,32 @@ class Elicitation:
     @property
     def turns(self) -> int:
         return len(self.exchanges)
+
+
+_ACTION_RE = re.compile(r'"action"\s*:\s*"(ask|exit_interview)"')
+_QUESTION_RE = re.compile(r'"question"\s*:\s*"((?:[^"\\\n]|\\.)*)')
+
+
+def recover_move(raw: str) -> InterviewerMove | None:
+    """The tool call inside a reply that is not valid JSON (cut off, or with text around it).
+
+    Small models often get the call right and the JSON wrong; reading the two
+    fields directly keeps the loop going, and the run log keeps the failed call.
+    """
+    action = _ACTION_RE.search(raw)
+    if action is None:
+        return None
+    if action.group(1) == "exit_interview":
+        return InterviewerMove(action="exit_interview")
+    question = _QUESTION_RE.search(raw)
+    if question is None:
+        return None
+    try:
+        text = json.loads(f'"{question.group(1)}"')
+    except json.JSONDecodeError:
+        text = question.group(1)
+    text = str(text).strip()[:240]
+    return InterviewerMove(action="ask", question=text) if text else None
 
 
 def transcript(exchanges: list[Exchange]) -> str:
@@ -138,9 +168,10 @@ async def run_elicitation(
 ) -> Elicitation:
     """Question and answer until the exit tool or ``max_turns``; then the report.
 
-    An interviewer whose output does not parse even after the client's repair
-    attempt ends the loop (``stop_reason="interviewer_error"``): the exchanges
-    so far still make a report, and the failed call is in the run log.
+    An interviewer reply that does not parse even after the client's repair
+    attempt is read leniently (``recover_move``); if no tool call can be found
+    in it, the loop ends (``stop_reason="interviewer_error"``). Either way the
+    failed call is in the run log, and the exchanges so far make the report.
     """
     if not 1 <= max_turns <= MAX_ELICITATION_TURNS:
         raise ValueError(f"max_turns must be between 1 and {MAX_ELICITATION_TURNS}")
@@ -150,9 +181,16 @@ async def run_elicitation(
         earlier = [ex.question for ex in result.exchanges[:-1]]
         try:
             move = await interviewer.next_move(summary, last, earlier, turn, max_turns)
-        except StructuredOutputError:
-            result.stop_reason = "interviewer_error"
-            break
+        except StructuredOutputError as exc:
+            recovered = recover_move(exc.raw)
+            if recovered is None:
+                result.stop_reason = "interviewer_error"
+                break
+            interviewer.context.log.notes.append(
+                f"Elicitation turn {turn}: the interviewer's reply was not valid JSON; its "
+                f"tool call ({recovered.action}) was read from the raw text."
+            )
+            move = recovered
         if move.action == "exit_interview":
             result.stop_reason = "exit_tool"
             break

@@ -17,10 +17,11 @@ from reag.spec.prompts import JUDGE_RUBRIC, JUDGE_SYSTEM, delimit
 
 
 class JudgeGrade(BaseModel):
-    ambiguity: str = Field(max_length=600)
-    completeness: str = Field(max_length=600)
-    consistency: str = Field(max_length=600)
-    correctness: str = Field(max_length=600)
+    # Bounded so that the four findings and the grade fit the judge's output budget.
+    ambiguity: str = Field(max_length=200)
+    completeness: str = Field(max_length=200)
+    consistency: str = Field(max_length=200)
+    correctness: str = Field(max_length=200)
     grade: Literal[1, 2, 3, 4]
 
 

@@ -82,7 +82,8 @@ Turn each finding into one concrete improvement command addressed to one section
 the draft. Reviewer feedback, when given, comes from the person responsible for the
 document: cover every point of it with at least one command. Reply with one JSON object:
 {{"commands": [{{"section": "3.2", "quality": "verifiability", "finding": "...",
-"command": "..."}}]}} with at most 8 commands, most important first. {DATA_NOTE}"""
+"command": "..."}}]}} with at most 6 commands, most important first, each finding and
+command one short sentence. {DATA_NOTE}"""
 
 JUDGE_RUBRIC = """Grade the generated specification against the reference on a scale of 1 to 4,
 looking at four criteria:
@@ -102,6 +103,6 @@ Grades:
 
 JUDGE_SYSTEM = f"""You assess software requirements specifications.
 {JUDGE_RUBRIC}
-Write one short finding per criterion, then the grade. Reply with one JSON object:
+Write one short sentence of finding per criterion, then the grade. Reply with one JSON object:
 {{"ambiguity": "...", "completeness": "...", "consistency": "...", "correctness": "...",
 "grade": 1}}. {DATA_NOTE}"""

@@ -19,14 +19,15 @@ from reag.spec.prompts import REFACTOR_REVIEW, delimit
 from reag.spec.settings import AgentSettings
 
 Quality = Literal["ambiguity", "completeness", "consistency", "verifiability"]
-MAX_COMMANDS = 8
+# Bounds keep a schema-constrained reply inside the refactor agent's output budget.
+MAX_COMMANDS = 6
 
 
 class ImprovementCommand(BaseModel):
     section: str = Field(max_length=40, description="Number of the section to change.")
     quality: Quality
-    finding: str = Field(default="", max_length=400)
-    command: str = Field(min_length=1, max_length=400)
+    finding: str = Field(default="", max_length=160)
+    command: str = Field(min_length=1, max_length=240)
 
 
 class RefactorOutput(BaseModel):

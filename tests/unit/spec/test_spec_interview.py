@@ -8,7 +8,13 @@ import pytest
 
 from reag.llm.base import Message
 from reag.spec.agent import RunContext
-from reag.spec.interview import Interviewer, InterviewerMove, Stakeholder, run_elicitation
+from reag.spec.interview import (
+    Interviewer,
+    InterviewerMove,
+    Stakeholder,
+    recover_move,
+    run_elicitation,
+)
 from reag.spec.prompts import INTERVIEWER_REPORT
 from reag.spec.settings import SpecSettings
 
@@ -100,3 +106,35 @@ def test_ask_without_a_question_is_not_a_valid_move() -> None:
     with pytest.raises(ValueError, match="non-empty"):
         InterviewerMove.model_validate_json(json.dumps({"action": "ask", "question": " "}))
     assert InterviewerMove.model_validate_json('{"action": "exit_interview"}').question == ""
+
+
+def test_a_tool_call_is_read_from_malformed_json() -> None:
+    cut = '{ "action": "ask", "question": "Which users come first?\nAnd'
+    move = recover_move(cut)
+    assert move is not None
+    assert move.question == "Which users come first?"
+    assert recover_move('junk {"action": "exit_interview", "question": ') == InterviewerMove(
+        action="exit_interview"
+    )
+    assert recover_move('{"question": "no action"}') is None
+    assert recover_move('{"action": "ask", "question": ""}') is None
+
+
+async def test_recovered_move_keeps_the_loop_going_and_is_noted(fakes: Any) -> None:
+    replies = iter(
+        ['{"action": "ask", "question": "Who buys it?"} and more text'] * 2
+        + ['{"action": "exit_interview"}']
+    )
+
+    def script(messages: Sequence[Message], options: dict[str, Any]) -> str:
+        if messages[0].content == INTERVIEWER_REPORT:
+            return "Report."
+        return next(replies)
+
+    interviewer, stakeholder, _, stake, context = agents(fakes, script)
+    result = await run_elicitation(interviewer, stakeholder, "summary")
+    assert result.stop_reason == "exit_tool"
+    assert [ex.question for ex in result.exchanges] == ["Who buys it?"]
+    assert len(stake.calls) == 1
+    assert "read from the raw text" in context.log.notes[0]
+    assert context.log.steps_of("interviewer")[0].error is not None
