@@ -1,0 +1,65 @@
+"""The chart's values and schema agree with the code: the topology, the settings' choices."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any, get_args
+
+import yaml
+
+from services.kit.settings import SaslMechanism, SecurityProtocol
+from services.kit.topology import SERVICES
+
+CHART = Path(__file__).resolve().parents[3] / "deploy" / "helm" / "reag"
+VALUES: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
+SCHEMA: dict[str, Any] = json.loads((CHART / "values.schema.json").read_text())
+
+
+def test_components_are_exactly_the_topologys_services() -> None:
+    assert set(VALUES["components"]) == set(SERVICES)
+    assert set(SCHEMA["properties"]["components"]["properties"]) == set(SERVICES)
+    assert SCHEMA["properties"]["components"]["additionalProperties"] is False
+
+
+def test_every_component_module_exists() -> None:
+    for name, component in VALUES["components"].items():
+        assert importlib.util.find_spec(component["module"]) is not None, name
+
+
+def test_judge_tiers_are_one_module_with_their_tier() -> None:
+    judges = {n: c for n, c in VALUES["components"].items() if n.startswith("judge-tier")}
+    assert len(judges) == 3
+    for name, component in judges.items():
+        assert component["module"] == "services.judge"
+        assert component["tier"] == int(name.removeprefix("judge-tier"))
+
+
+def test_autoscaling_watches_a_topic_the_component_consumes() -> None:
+    scaled = {n: c["autoscaling"] for n, c in VALUES["components"].items() if "autoscaling" in c}
+    assert {n for n in scaled if n.startswith("judge-tier")} == {
+        n for n in SERVICES if n.startswith("judge-tier")
+    }
+    for name, autoscaling in scaled.items():
+        assert autoscaling["enabled"] is False, "autoscaling is opt-in"
+        assert autoscaling["topic"] == SERVICES[name].consumes[0], name
+        # services.kit.consume joins the consumer group named after the service.
+        assert autoscaling["consumerGroup"] == name
+
+
+def test_schema_choices_are_the_settings_choices() -> None:
+    kafka = SCHEMA["properties"]["kafka"]["properties"]
+    assert kafka["securityProtocol"]["enum"] == list(get_args(SecurityProtocol))
+    assert kafka["saslMechanism"]["enum"] == list(get_args(SaslMechanism))
+    assert VALUES["kafka"]["securityProtocol"] in get_args(SecurityProtocol)
+
+
+def test_objects_in_the_schema_reject_unknown_keys() -> None:
+    """Every object the chart reads field by field closes its key set."""
+    open_ok = {"global", "config", "affinity", "tolerations"}
+    for name, prop in SCHEMA["properties"].items():
+        if prop.get("type") == "object" and name not in open_ok:
+            assert prop.get("additionalProperties") is False, name
+    for name in ("component", "judgeComponent", "autoscaling", "probe", "resources"):
+        assert SCHEMA["definitions"][name]["additionalProperties"] is False, name
