@@ -69,7 +69,7 @@ class Events:
         return oracle
 
     def attempts(
-        self, tiers: Sequence[int], labels: Sequence[int], last_accepted: bool
+        self, tiers: Sequence[int], labels: Sequence[pb.Label.ValueType], last_accepted: bool
     ) -> list[pb.TierAttempt]:
         out = []
         for position, (tier, label) in enumerate(zip(tiers, labels, strict=True)):
@@ -89,7 +89,7 @@ class Events:
             )
         return out
 
-    def verdict(self, index: int, label: int, tier: int = 1) -> pb.Verdict:
+    def verdict(self, index: int, label: pb.Label.ValueType, tier: int = 1) -> pb.Verdict:
         history = self.attempts(range(1, tier + 1), [label] * tier, last_accepted=True)
         verdict = pb.Verdict(
             meta=self.meta(),
@@ -134,7 +134,12 @@ class Events:
         )
 
     def review(
-        self, index: int, label: int, reviewer: str = "ann", minutes: int = 0, comment: str = ""
+        self,
+        index: int,
+        label: pb.Label.ValueType,
+        reviewer: str = "ann",
+        minutes: int = 0,
+        comment: str = "",
     ) -> pb.Review:
         review = pb.Review(
             meta=self.meta(),

@@ -73,6 +73,7 @@ async def test_the_app_serves_grpc_between_startup_and_shutdown(sqlite_dsn: str)
     port = free_port()
     app = create_app(LedgerSettings(ledger_grpc_port=port), store=store)
     address = f"127.0.0.1:{port}"
+    assert isinstance(app.broker, KafkaBroker)
     async with TestKafkaBroker(app.broker), TestApp(app):
         async with grpc.aio.insecure_channel(address) as channel:
             result = await api_pb2_grpc.ResultsServiceStub(channel).GetResult(
