@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
 
-from reag.corpus.ingest import load_sources
+from reag.corpus.loader import load_sources
 from reag.corpus.manifest import load_manifest
 from reag.corpus.model import Document
 

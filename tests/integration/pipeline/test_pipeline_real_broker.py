@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
 
 import pytest
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
 
 from reag.corpus.model import Document
 from reag.elicitation.directory import PersonaDirectory
@@ -123,11 +123,11 @@ async def pipeline(kafka_bootstrap: str, example_corpus: list[Document]) -> Asyn
         lambda app: corpus.get(app, []),
     )
     writer = OracleWriter(LLMClient(FakeProvider(chat_script=oracle_script)))
-    common = {"kafka": kafka, "topic_suffix": topic_suffix}
-    broker = make_broker(kafka, f"pipeline-{topic_suffix}")
-    broker.include_router(elicitor_router(ElicitorSettings(**common), personas))
-    broker.include_router(retriever_router(RetrieverSettings(**common), retriever))
-    broker.include_router(oracle_router(OracleSettings(**common), writer))
+    broker = make_broker(kafka, f"pipeline{topic_suffix}")
+    shared = {"kafka": kafka, "topic_suffix": topic_suffix}
+    broker.include_router(elicitor_router(ElicitorSettings.model_validate(shared), personas))
+    broker.include_router(retriever_router(RetrieverSettings.model_validate(shared), retriever))
+    broker.include_router(oracle_router(OracleSettings.model_validate(shared), writer))
     async with broker:
         await broker.start()
         yield topic_suffix
