@@ -119,7 +119,7 @@ def plan(settings: StackSettings) -> list[ProcessSpec]:
         module = f"services.{name}"
         if name.startswith("judge-tier"):
             module = "services.judge"
-            env["REAG_JUDGE_TIER"] = name.removeprefix("judge-tier")
+            env["REAG_TIER"] = name.removeprefix("judge-tier")
         port = settings.service_port_base + offset
         specs.append(ProcessSpec(name, _python_module(module), port, "/healthz", env))
     return specs
