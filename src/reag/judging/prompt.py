@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from reag.judging.exemplars import LabelledExample
 from reag.v1 import events_pb2 as pb
 
-PROMPT_VERSION = "judge-prompt-v1"
-"""Bump when the template changes: stored calibration scores are keyed on it."""
+PROMPT_VERSION = "judge-prompt-v2"
+"""Bump when the template or the default limits change: stored scores are keyed on it."""
 
 QUERY_TAG = "untrusted_user_query"
 RESPONSE_TAG = "untrusted_app_response"
@@ -37,13 +37,18 @@ _TAG_LIKE = re.compile(r"<(\s*/?\s*untrusted)", re.IGNORECASE)
 
 @dataclass(frozen=True, slots=True)
 class PromptLimits:
-    """Character caps that keep a prompt inside a small model's context window."""
+    """Character caps that keep a prompt inside a small model's context window.
+
+    Examples are clipped harder than the case: they show how strictly experts
+    judge, and their tokens are paid N times per criterion (once per
+    annotator), where the case's are paid once when the prefix is cached.
+    """
 
     case_response_chars: int = 6000
     case_query_chars: int = 2000
-    example_response_chars: int = 700
-    example_query_chars: int = 300
-    explanation_chars: int = 240
+    example_response_chars: int = 360
+    example_query_chars: int = 160
+    explanation_chars: int = 160
     evidence_items: int = 6
 
 
