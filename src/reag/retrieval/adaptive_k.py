@@ -42,27 +42,34 @@ def adaptive_k(
     buffer: int = 1,
     max_k: int | None = None,
     window: float = 0.5,
+    min_k: int = 1,
 ) -> KSelection:
-    """Choose k for ``scores`` (any order; higher is more relevant)."""
+    """Choose k for ``scores`` (any order; higher is more relevant).
+
+    ``min_k`` > 1 starts the search further down, for corpora where every
+    intention needs several documents (a persona, a requirement, a fact).
+    """
     if buffer < 0:
         raise ValueError(f"buffer must be >= 0, got {buffer}")
     if not 0 < window <= 1:
         raise ValueError(f"window must be in (0, 1], got {window}")
     if max_k is not None and max_k < 1:
         raise ValueError(f"max_k must be >= 1, got {max_k}")
+    if min_k < 1 or (max_k is not None and min_k > max_k):
+        raise ValueError(f"min_k must be between 1 and max_k, got {min_k}")
     if any(math.isnan(s) for s in scores):
         raise ValueError("scores contain NaN")
     n = len(scores)
     if n == 0:
         return KSelection(k=0, buffer=0, gap=0.0)
-    if n == 1:
-        return KSelection(k=1, buffer=0, gap=0.0)
+    if n <= min_k:
+        return KSelection(k=n, buffer=0, gap=0.0)
     ordered = sorted(scores, reverse=True)
-    limit = min(n - 1, max(1, math.ceil(window * n)))
+    limit = min(n - 1, max(min_k, math.ceil(window * n)))
     if max_k is not None:
         limit = min(limit, max_k)
-    best_k, best_gap = 1, ordered[0] - ordered[1]
-    for i in range(2, limit + 1):
+    best_k, best_gap = min_k, ordered[min_k - 1] - ordered[min_k]
+    for i in range(min_k + 1, limit + 1):
         gap = ordered[i - 1] - ordered[i]
         if gap > best_gap:
             best_k, best_gap = i, gap

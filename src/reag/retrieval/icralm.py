@@ -54,6 +54,7 @@ class IcralmStats:
     calls: int = 0
     cache_hits: int = 0
     latency_s: float = 0.0
+    cached_latency_s: float = 0.0  # what the cache hits took when they were computed
     prompt_tokens: int = 0
     cached_tokens: int = 0
     per_call_s: list[float] = field(default_factory=list)
@@ -86,7 +87,8 @@ class IcralmKernel:
             cached = self.cache.get(model, context, target)
             if cached is not None:
                 self.stats.cache_hits += 1
-                return cached
+                self.stats.cached_latency_s += cached.latency_s
+                return cached.mean
         async with self._semaphore:
             result = await self.client.score_continuation(context, target)
         self.stats.calls += 1
@@ -95,7 +97,14 @@ class IcralmKernel:
         self.stats.prompt_tokens += result.usage.prompt_tokens
         self.stats.cached_tokens += result.usage.cached_tokens
         if self.cache is not None:
-            self.cache.put(model, context, target, result.mean_logprob, result.n_tokens)
+            self.cache.put(
+                model,
+                context,
+                target,
+                mean=result.mean_logprob,
+                n_tokens=result.n_tokens,
+                latency_s=result.latency_s,
+            )
         return result.mean_logprob
 
     async def score(self, intention: pb.Intention, documents: Sequence[Document]) -> list[float]:
@@ -106,21 +115,26 @@ class IcralmKernel:
         ]
         return list(await asyncio.gather(*(self._score_one(c, target) for c in contexts)))
 
+    async def score_pairs(self, pairs: Sequence[tuple[pb.Intention, Document]]) -> list[float]:
+        """Scores of (intention, document) pairs, one after the other, in the given order.
+
+        Order pairs by document to let a local model keep each document's tokens
+        in its KV cache across intentions: only the intention's tokens are then
+        evaluated again.
+        """
+        scores: list[float] = []
+        for intention, document in pairs:
+            context = icralm_context(
+                document, app=intention.meta.app, max_doc_chars=self.max_doc_chars
+            )
+            scores.append(await self._score_one(context, intention_text(intention)))
+        return scores
+
     async def score_many(
         self, intentions: Sequence[pb.Intention], documents: Sequence[Document]
     ) -> list[list[float]]:
-        """Scores of every intention against every document, document by document.
-
-        Visiting documents in the outer loop lets a local model keep the
-        document's tokens in its KV cache across intentions, so only the
-        intention's tokens are evaluated again (a several-fold saving).
-        """
-        targets = [intention_text(i) for i in intentions]
-        scores = [[0.0] * len(documents) for _ in intentions]
-        for j, document in enumerate(documents):
-            for i, (intention, target) in enumerate(zip(intentions, targets, strict=True)):
-                context = icralm_context(
-                    document, app=intention.meta.app, max_doc_chars=self.max_doc_chars
-                )
-                scores[i][j] = await self._score_one(context, target)
-        return scores
+        """Every intention against every document, visited document by document."""
+        pairs = [(i, d) for d in documents for i in intentions]
+        flat = await self.score_pairs(pairs)
+        n = len(intentions)
+        return [[flat[j * n + i] for j in range(len(documents))] for i in range(n)]

@@ -58,6 +58,7 @@ class RetrieverConfig(BaseModel):
         default=1, ge=0, description="Documents kept after the adaptive cut (0 for fixed k)."
     )
     max_k: int = Field(default=8, ge=1, description="Largest k adaptive selection may choose.")
+    min_k: int = Field(default=1, ge=1, description="Smallest k adaptive selection may choose.")
     window: float = Field(
         default=0.5, gt=0, le=1, description="Share of the ranking searched for the largest gap."
     )
@@ -177,6 +178,7 @@ class Retriever:
             buffer=self.config.buffer,
             max_k=self.config.max_k,
             window=self.config.window,
+            min_k=self.config.min_k,
         )
 
     async def retrieve(self, intention: pb.Intention, documents: Sequence[Document]) -> Retrieval:

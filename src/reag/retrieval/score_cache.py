@@ -10,7 +10,14 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class CachedScore:
+    mean: float
+    latency_s: float  # what the model took when the score was computed
 
 
 def score_key(model: str, context: str, target: str) -> str:
@@ -19,7 +26,11 @@ def score_key(model: str, context: str, target: str) -> str:
 
 
 class ScoreCache:
-    """``get``/``put`` of a mean log-probability by (model, context, target)."""
+    """``get``/``put`` of a mean log-probability by (model, context, target).
+
+    The seconds the model took are kept with the score, so a benchmark rerun
+    from the cache can still report what the scoring cost when it was computed.
+    """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -29,28 +40,39 @@ class ScoreCache:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, mean REAL NOT NULL, "
-            "n_tokens INTEGER NOT NULL)"
+            "n_tokens INTEGER NOT NULL, latency_s REAL NOT NULL DEFAULT 0)"
         )
         self._db.commit()
         self.hits = 0
         self.misses = 0
 
-    def get(self, model: str, context: str, target: str) -> float | None:
+    def get(self, model: str, context: str, target: str) -> CachedScore | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT mean FROM scores WHERE key = ?", (score_key(model, context, target),)
+                "SELECT mean, latency_s FROM scores WHERE key = ?",
+                (score_key(model, context, target),),
             ).fetchone()
         if row is None:
             self.misses += 1
             return None
         self.hits += 1
-        return float(row[0])
+        return CachedScore(mean=float(row[0]), latency_s=float(row[1]))
 
-    def put(self, model: str, context: str, target: str, mean: float, n_tokens: int) -> None:
+    def put(
+        self,
+        model: str,
+        context: str,
+        target: str,
+        *,
+        mean: float,
+        n_tokens: int,
+        latency_s: float,
+    ) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO scores (key, mean, n_tokens) VALUES (?, ?, ?)",
-                (score_key(model, context, target), mean, n_tokens),
+                "INSERT OR REPLACE INTO scores (key, mean, n_tokens, latency_s) "
+                "VALUES (?, ?, ?, ?)",
+                (score_key(model, context, target), mean, n_tokens, latency_s),
             )
             self._db.commit()
 

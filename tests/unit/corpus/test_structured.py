@@ -71,3 +71,15 @@ def test_duplicate_address_in_one_file(write: Write) -> None:
     path = write("personas.yaml", "- {id: P1, content: x}\n- {id: P1, content: y}\n")
     with pytest.raises(CorpusFileError, match=r"duplicate address persona/P1: documents #1 and #2"):
         load_file(path, "nutri")
+
+
+def test_file_level_keys_become_metadata_and_app_is_checked(write: Write) -> None:
+    path = write(
+        "personas.yaml",
+        "kind: persona\napp: nutri\nillustrative: true\n"
+        "documents:\n  - {id: P1, content: x, metadata: {age: 70}}\n",
+    )
+    [doc] = load_file(path, "nutri")
+    assert doc.metadata == {"illustrative": True, "age": 70}
+    with pytest.raises(CorpusFileError, match="says app 'nutri'"):
+        load_file(path, "other")

@@ -60,3 +60,12 @@ def test_invalid_arguments_are_refused() -> None:
 def test_fixed_k_is_capped_by_the_corpus() -> None:
     assert fixed_k(10, 5).k == 5
     assert fixed_k(3, 5).k == 3
+
+
+def test_min_k_starts_the_search_further_down() -> None:
+    scores = [-0.5, -2.0, -2.1, -2.2, -3.5, -3.6, -3.7, -3.8]
+    assert adaptive_k(scores, buffer=0).k == 1
+    assert adaptive_k(scores, buffer=0, min_k=2).k == 4
+    assert adaptive_k([-1.0, -2.0], buffer=0, min_k=3).k == 2
+    with pytest.raises(ValueError, match="min_k"):
+        adaptive_k(scores, min_k=5, max_k=3)
