@@ -93,13 +93,14 @@ def prompt_feedback(markdown_path: Path) -> FeedbackSource:
 
 def _print_accounting(log: RunLog) -> None:
     typer.echo(
-        f"{'agent':<13}{'calls':>6}{'prompt tok':>12}{'output tok':>12}{'total tok':>11}"
-        f"{'seconds':>10}{'cost USD':>11}"
+        f"{'agent':<13}{'calls':>6}{'prompt tok':>12}{'cached':>8}{'output tok':>12}"
+        f"{'total tok':>11}{'seconds':>10}{'cost USD':>11}"
     )
     rows = [*log.per_agent.items(), ("run", log.run)]
     for name, totals in rows:
         typer.echo(
-            f"{name:<13}{totals.calls:>6}{totals.prompt_tokens:>12}{totals.output_tokens:>12}"
+            f"{name:<13}{totals.calls:>6}{totals.prompt_tokens:>12}{totals.cached_tokens:>8}"
+            f"{totals.output_tokens:>12}"
             f"{totals.total_tokens:>11}{totals.seconds:>10.1f}{totals.cost_usd:>11.4f}"
         )
 
@@ -344,6 +345,8 @@ def _print_eval(report: dict[str, Any]) -> None:
         typer.echo(f"\nunmatched sections: {json.dumps(unmatched)}")
     judge = report["judge"]
     typer.echo(f"\nLLM-as-judge grade (1-4): {_format_value(judge)}")
+    if "settings" in judge:
+        typer.echo("settings: " + ", ".join(f"{k}={v}" for k, v in judge["settings"].items()))
     if "rubric" in judge:
         typer.echo(judge["rubric"])
     for key, value in judge.get("findings", {}).items():

@@ -56,6 +56,9 @@ class Totals(BaseModel):
     steps: int = 0
     calls: int = 0
     prompt_tokens: int = 0
+    cached_tokens: int = Field(
+        default=0, description="Prompt tokens served from a cache (part of prompt_tokens)."
+    )
     output_tokens: int = 0
     total_tokens: int = 0
     seconds: float = 0.0
@@ -65,6 +68,7 @@ class Totals(BaseModel):
         self.steps += 1
         self.calls += step.n_calls
         self.prompt_tokens += step.prompt_tokens
+        self.cached_tokens += step.cached_tokens
         self.output_tokens += step.completion_tokens
         self.total_tokens += step.prompt_tokens + step.completion_tokens
         self.seconds += step.seconds
