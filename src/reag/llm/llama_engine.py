@@ -12,6 +12,19 @@ one criterion, whose prompts share everything but their examples, pay for the
 shared part once. The full-size sliding-window cache (``swa_full``) is what
 makes cutting the cache back to an arbitrary prefix valid for Gemma 3.
 
+Reuse must not change the numbers. llama.cpp's CPU kernels round differently
+depending on how tokens are grouped into a decode call: measured on this
+model, evaluating a prompt in one call or as a cached prefix plus the rest
+moved P(YES) by up to 0.04 and single token log-probabilities by up to 0.5.
+So every prompt is evaluated in blocks that start at multiples of ``block``
+and the cache is reused only up to a block boundary. A position is then
+always computed in the same block, with the same tokens and the same cache
+before it, whatever was evaluated earlier, and a cached prefix gives
+bit-identical logits to a fresh evaluation (the integration tests check
+this). The price is re-evaluating under one block per request. Flash
+attention is off by default, as in llama-cpp-python; with the block grid both
+settings gave exact reuse.
+
 Not thread-safe by itself: every public method takes ``lock`` (re-entrant, so
 a caller can hold it across a group of calls that should stay together).
 """
@@ -97,7 +110,8 @@ class LlamaEngine:
         *,
         n_ctx: int = 4096,
         n_threads: int | None = None,
-        n_batch: int = 512,
+        block: int = 64,
+        flash_attn: bool = False,
     ) -> None:
         import llama_cpp
         from llama_cpp._internals import LlamaBatch, LlamaContext, LlamaModel
@@ -117,19 +131,26 @@ class LlamaEngine:
         )
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = n_ctx
-        params.n_batch = n_batch
-        params.n_ubatch = n_batch
+        params.n_batch = block
+        params.n_ubatch = block
+        params.flash_attn_type = (
+            llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+            if flash_attn
+            else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        )
         params.n_threads = threads
         params.n_threads_batch = threads
         params.n_seq_max = 1
         params.swa_full = True  # keep every position so the cache can be cut back anywhere
         self._ctx: Any = LlamaContext(model=self._model, params=params, verbose=False)
-        self._batch: Any = LlamaBatch(n_tokens=n_batch, embd=0, n_seq_max=1, verbose=False)
+        self._batch: Any = LlamaBatch(n_tokens=block, embd=0, n_seq_max=1, verbose=False)
         self.n_ctx = self._ctx.n_ctx()
-        self.n_batch = n_batch
+        self.block = block
+        self.flash_attn = flash_attn
         self.n_vocab = self._model.n_vocab()
         self._vocab = self._model.vocab
         self._evaluated: list[int] = []
+        self._on_grid = 0  # cached tokens [0, _on_grid) were evaluated in whole grid blocks
         self._piece_buf = ctypes.create_string_buffer(256)
         self._special: dict[str, list[int]] = {
             marker: list(self._model.tokenize(marker.encode(), add_bos=False, special=True))
@@ -210,6 +231,7 @@ class LlamaEngine:
         with self.lock:
             self._ctx.kv_cache_clear()
             self._evaluated = []
+            self._on_grid = 0
 
     def _evaluate(
         self,
@@ -232,20 +254,21 @@ class LlamaEngine:
                 "shorten the prompt or raise REAG_LLM_LOCAL_CONTEXT"
             )
         wanted = set(logit_positions)
-        reuse = 0
+        common = 0
         for old, new in zip(self._evaluated, ids, strict=False):
             if old != new:
                 break
-            reuse += 1
-        reuse = min(reuse, *wanted, len(ids) - 1)
+            common += 1
+        reuse = min(common, *wanted, len(ids) - 1, self._on_grid)
+        reuse -= reuse % self.block
         if reuse < len(self._evaluated) and not self._ctx.kv_cache_seq_rm(0, reuse, -1):
             self._ctx.kv_cache_clear()
             reuse = 0
         del self._evaluated[reuse:]
         out: dict[int, R] = {}
         batch = self._batch.batch
-        for start in range(reuse, len(ids), self.n_batch):
-            chunk = ids[start : start + self.n_batch]
+        for start in range(reuse, len(ids), self.block):
+            chunk = ids[start : start + self.block]
             batch.n_tokens = len(chunk)
             for i, token in enumerate(chunk):
                 batch.token[i] = token
@@ -258,12 +281,14 @@ class LlamaEngine:
             except RuntimeError as exc:
                 self._ctx.kv_cache_clear()
                 self._evaluated = []
+                self._on_grid = 0
                 raise PermanentLLMError(f"llama.cpp could not evaluate the prompt: {exc}") from exc
             self._evaluated.extend(chunk)
             for i in range(len(chunk)):
                 if batch.logits[i]:
                     row = np.ctypeslib.as_array(self._ctx.get_logits_ith(i), shape=(self.n_vocab,))
                     out[start + i] = read(start + i, row)
+        self._on_grid = len(ids) - len(ids) % self.block
         return out, reuse
 
     def _decode_one(self, token: int) -> None:
@@ -280,6 +305,7 @@ class LlamaEngine:
         except RuntimeError as exc:
             self._ctx.kv_cache_clear()
             self._evaluated = []
+            self._on_grid = 0
             raise PermanentLLMError(f"llama.cpp could not extend the generation: {exc}") from exc
         self._evaluated.append(token)
 

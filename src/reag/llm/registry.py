@@ -56,7 +56,7 @@ def local_engine(settings: LLMSettings) -> LlamaEngine:
         settings.local_model_path,
         settings.local_context,
         settings.local_threads,
-        settings.local_batch,
+        settings.local_block,
     )
     with _lock:
         engine = _engines.get(key)
@@ -66,7 +66,7 @@ def local_engine(settings: LLMSettings) -> LlamaEngine:
                 path,
                 n_ctx=settings.local_context,
                 n_threads=settings.local_threads,
-                n_batch=settings.local_batch,
+                block=settings.local_block,
             )
             _engines[key] = engine
         return engine

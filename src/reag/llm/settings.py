@@ -70,10 +70,16 @@ class LLMSettings(BaseSettings):
         ge=256,
         description="Context window (tokens) of the local model.",
     )
-    local_batch: int = Field(
-        default=512,
-        ge=32,
-        description="Tokens the local model evaluates per decode step.",
+    local_block: int = Field(
+        default=32,
+        ge=8,
+        le=512,
+        description=(
+            "Tokens the local model evaluates per step. Prompts are cut at multiples of it, "
+            "so a prefix reused from the KV cache gives bit-identical numbers to evaluating "
+            "from scratch; larger blocks run prompts faster (~540 tok/s at 32, ~700 at 128 "
+            "on 2 cores) but re-evaluate more of each annotator's prompt."
+        ),
     )
     local_url: str | None = Field(
         default=None,

@@ -1,0 +1,218 @@
+"""The real local model (Gemma 3 270M on llama.cpp): the numbers reag relies on.
+
+These check mechanics and exactness, not judging quality: the model is a
+270M base model whose verdicts carry no signal.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pytest
+from pydantic import BaseModel, Field
+
+from reag.llm import LLMClient, Message, StructuredOutputError
+from reag.llm.llama_engine import LlamaEngine
+from reag.llm.local import LocalProvider
+
+pytestmark = pytest.mark.llm
+
+LABELS = ["YES", "NO"]
+TASK = "Task: find the document that answers the user's question.\nDocument: "
+QUERY = "How much sodium may an adult with high blood pressure eat per day?"
+RELEVANT = (
+    "Adults with high blood pressure should keep their sodium intake below 1,500 mg per "
+    "day; salty snacks, cured meats and pickles are the main sources to cut."
+)
+UNRELATED = (
+    "The city library opens at nine in the morning on weekdays and lends board games to "
+    "members on Fridays."
+)
+
+
+@pytest.fixture(scope="module")
+def client(local_llm_client: object) -> LLMClient:
+    assert isinstance(local_llm_client, LLMClient)
+    return local_llm_client
+
+
+@pytest.fixture(scope="module")
+def engine(client: LLMClient) -> LlamaEngine:
+    assert isinstance(client.provider, LocalProvider)
+    return client.provider.engine
+
+
+def context_for(document: str) -> str:
+    return f"{TASK}{document}\nQuestion: "
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Is Paris the capital of France? Answer YES or NO.\nAnswer:",
+        [
+            Message("system", "You are a strict judge."),
+            Message("user", "Does 'eat more salt' suit a user with hypertension? YES or NO?"),
+        ],
+    ],
+    ids=["raw", "chat"],
+)
+async def test_label_probabilities_sum_to_one(
+    client: LLMClient, prompt: str | list[Message]
+) -> None:
+    result = await client.label_probs(prompt, LABELS)
+
+    assert result.method == "logprobs"
+    assert set(result.probabilities) == set(LABELS)
+    assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=0.01)
+    assert all(0.0 < p < 1.0 for p in result.probabilities.values())
+    assert result.label_mass is not None
+    assert 0.0 < result.label_mass <= 1.0
+    assert result.usage.prompt_tokens > 0
+    assert result.cost_usd == 0.0
+
+
+async def test_three_labels_sum_to_one(client: LLMClient) -> None:
+    result = await client.label_probs(
+        "Is the sky green? Answer YES, NO or UNSURE.\nAnswer:", ["YES", "NO", "UNSURE"]
+    )
+    assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=0.01)
+
+
+async def test_continuation_score_equals_an_independent_full_logits_evaluation(
+    client: LLMClient, engine: LlamaEngine
+) -> None:
+    """Our batched, logits-at-target-positions score against numpy over every logit."""
+    import llama_cpp
+
+    context = context_for(RELEVANT)
+    result = await client.score_continuation(context, QUERY)
+
+    independent = llama_cpp.Llama(
+        model_path=str(engine.model_path),
+        n_ctx=256,
+        n_batch=engine.block,
+        n_ubatch=engine.block,
+        logits_all=True,
+        flash_attn=engine.flash_attn,
+        n_threads=2,
+        verbose=False,
+    )
+    context_ids = independent.tokenize(context.encode(), add_bos=True, special=False)
+    target_ids = independent.tokenize(QUERY.encode(), add_bos=False, special=False)
+    assert result.target_token_ids == target_ids
+    ids = context_ids + target_ids
+    independent.eval(ids)
+    logits = np.asarray(independent.scores[: len(ids)], dtype=np.float64)
+    peak = logits.max(axis=1, keepdims=True)
+    log_softmax = logits - (peak + np.log(np.exp(logits - peak).sum(axis=1, keepdims=True)))
+    expected = [
+        float(log_softmax[len(context_ids) - 1 + k, token]) for k, token in enumerate(target_ids)
+    ]
+    independent.close()
+
+    assert result.n_tokens == len(target_ids)
+    assert result.token_logprobs == pytest.approx(expected, abs=1e-6)
+    assert result.mean_logprob == pytest.approx(sum(expected) / len(expected), abs=1e-6)
+    assert all(lp < 0 for lp in result.token_logprobs)
+
+
+async def test_document_with_the_answer_scores_the_query_higher(client: LLMClient) -> None:
+    relevant = await client.score_continuation(context_for(RELEVANT), QUERY)
+    unrelated = await client.score_continuation(context_for(UNRELATED), QUERY)
+    assert relevant.n_tokens == unrelated.n_tokens
+    assert relevant.mean_logprob > unrelated.mean_logprob + 0.5
+
+
+async def test_a_reused_prefix_gives_the_same_numbers_as_a_fresh_evaluation(
+    client: LLMClient, engine: LlamaEngine
+) -> None:
+    shared = "Judge whether the response meets the criterion. " * 30
+    prompts: list[str | list[Message]] = [
+        f"{shared}\nAnnotator {j}: when unsure, answer NO.\nVerdict:" for j in range(5)
+    ]
+
+    engine.reset()
+    together = await client.label_probs_many(prompts, LABELS)
+    fresh = []
+    for prompt in prompts:
+        engine.reset()
+        fresh.append(await client.label_probs(prompt, LABELS))
+    again = await client.label_probs(prompts[-1], LABELS)  # everything but a block is cached
+
+    assert [r.usage.cached_tokens for r in together][1:] == [together[1].usage.cached_tokens] * 4
+    assert together[1].usage.cached_tokens >= together[1].usage.prompt_tokens - 2 * engine.block
+    for a, b in zip(together, fresh, strict=True):
+        assert a.probabilities == b.probabilities
+    assert again.usage.cached_tokens > 0
+    assert again.probabilities == fresh[-1].probabilities
+
+
+async def test_repeated_scoring_is_reproducible_whatever_the_cache_holds(
+    client: LLMClient, engine: LlamaEngine
+) -> None:
+    engine.reset()
+    first = await client.score_continuation(context_for(RELEVANT), QUERY)
+    await client.score_continuation(context_for(UNRELATED), QUERY)
+    second = await client.score_continuation(context_for(RELEVANT), QUERY)
+    assert second.token_logprobs == first.token_logprobs
+
+
+class Verdict(BaseModel):
+    verdict: Literal["YES", "NO"]
+    reason: str = Field(max_length=60)
+
+
+async def test_grammar_constrained_output_parses_on_the_first_attempt(client: LLMClient) -> None:
+    """The schema bounds the object's length, so within max_tokens it is always complete."""
+    ask = [
+        Message(
+            "user",
+            "Does a lentil soup suit a user with hypertension? Reply in JSON "
+            'with "verdict" (YES or NO) and "reason".',
+        )
+    ]
+    result = await client.structured(ask, Verdict, max_tokens=200)
+    assert (result.repaired, result.n_calls) == (False, 1)
+    assert result.value.verdict in {"YES", "NO"}
+    assert Verdict.model_validate_json(result.raw) == result.value
+
+
+async def test_broken_json_from_the_model_is_reported_with_its_raw_text(
+    client: LLMClient,
+) -> None:
+    """Too few tokens for the object: both attempts are cut off, and the error keeps the text."""
+    ask = [Message("user", "Give a verdict as JSON.")]
+    with pytest.raises(StructuredOutputError) as info:
+        await client.structured(ask, Verdict, max_tokens=6)
+    assert info.value.raw.startswith("{")
+    assert len(info.value.raw) > 1
+
+
+async def test_chat_respects_max_tokens_and_stop(client: LLMClient) -> None:
+    result = await client.chat(
+        [Message("user", "Count: one, two, three, four, five")],
+        max_tokens=12,
+        temperature=0.7,
+        seed=7,
+        stop=["\n\n"],
+    )
+    assert 0 < result.usage.completion_tokens <= 12
+    assert "\n\n" not in result.text
+    assert result.usage.prompt_tokens > 0
+
+
+async def test_label_first_tokens_do_not_overlap(engine: LlamaEngine) -> None:
+    sets = engine.label_token_sets(["YES", "NO"])
+    assert sets["YES"]
+    assert sets["NO"]
+    assert not set(sets["YES"]) & set(sets["NO"])
+
+
+def test_weights_come_from_the_installed_package(engine: LlamaEngine) -> None:
+    assert Path(engine.model_path).stat().st_size > 200 * 2**20
+    assert math.isfinite(engine.n_vocab)
+    assert engine.n_vocab > 200_000
