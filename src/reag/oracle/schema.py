@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-MAX_CRITERIA = 8
-MAX_CRITERION_CHARS = 300
+MAX_CRITERIA = 7
+MAX_CRITERION_CHARS = 240
 
 MIN_CRITERION_CHARS = 8
 
@@ -28,13 +28,13 @@ class OracleDraft(BaseModel):
     test_objective: str = Field(
         alias="TestObjective",
         min_length=10,
-        max_length=400,
+        max_length=300,
         description="The behaviour of the application this test checks, in one or two sentences.",
     )
     expected_results: str = Field(
         alias="ExpectedResultsDescription",
         min_length=20,
-        max_length=1200,
+        max_length=800,
         description="What a correct response does for this user, given the requirements.",
     )
     criteria: list[CriterionText] = Field(

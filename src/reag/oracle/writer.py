@@ -47,7 +47,7 @@ class OracleWriter:
     attempts: int = 2
     temperature: float = 0.0
     retry_temperature: float = 0.7
-    max_tokens: int = 768
+    max_tokens: int = 900
 
     async def write(self, interpretation: pb.Interpretation) -> WrittenOracle:
         messages = build_messages(interpretation, self.limits)

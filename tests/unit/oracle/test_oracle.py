@@ -13,6 +13,7 @@ from reag.llm.base import Message, StructuredOutputError
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
 from reag.oracle.prompt import PromptLimits, build_messages, used_documents
+from reag.oracle.schema import MAX_CRITERIA, MAX_CRITERION_CHARS
 from reag.oracle.writer import OracleInvalidError, OracleWriter, judge_requests, oracle_event
 from reag.v1 import events_pb2 as pb
 
@@ -144,8 +145,8 @@ async def test_a_valid_oracle_is_cleaned_of_blank_and_repeated_criteria() -> Non
     ]
     assert (written.attempts, written.llm_calls, len(provider.calls)) == (1, 1, 1)
     schema = provider.calls[0].options["json_schema"]
-    assert schema["properties"]["PassFailCriteria"]["maxItems"] == 8
-    assert schema["properties"]["PassFailCriteria"]["items"]["maxLength"] == 300
+    assert schema["properties"]["PassFailCriteria"]["maxItems"] == MAX_CRITERIA
+    assert schema["properties"]["PassFailCriteria"]["items"]["maxLength"] == MAX_CRITERION_CHARS
 
 
 async def test_an_oracle_without_criteria_is_retried_once_then_accepted() -> None:
