@@ -19,8 +19,9 @@ Cost: recorded USD when the tiers are priced models; the local model costs
 nothing, so then relative per-call tier costs are used (REAG_BENCH_TIER_COSTS,
 default 1,3,4.6 as in the paper's table 3). Knobs: REAG_BENCH_SEED (split,
 default 0), REAG_BENCH_OUT (default bench/out), REAG_BENCH_LABELS (another
-labelled set), REAG_BENCH_SCORES (a ScoreRecord JSONL to use instead of
-scoring, e.g. scores from capable models made elsewhere).
+labelled set), REAG_BENCH_LIMIT (score only the set's first N items: a
+partial run on a busy machine), REAG_BENCH_SCORES (a ScoreRecord JSONL to use
+instead of scoring, e.g. scores from capable models made elsewhere).
 """
 
 from __future__ import annotations
@@ -112,6 +113,9 @@ def score_example_set(labels: Path) -> list[ScoreRecord]:
     store = CalibrationStore.open(settings.resolved_store_dsn())
     stats = ScoringStats()
     started = time.perf_counter()
+    limit = int(os.environ["REAG_BENCH_LIMIT"]) if os.environ.get("REAG_BENCH_LIMIT") else None
+    if limit is not None:
+        print(f"REAG_BENCH_LIMIT: scoring only the first {limit} items of {labels.name}")
     records = asyncio.run(
         score_labelled_file(
             labels,
@@ -120,6 +124,7 @@ def score_example_set(labels: Path) -> list[ScoreRecord]:
             settings,
             stats=stats,
             progress=_progress(started),
+            limit=limit,
         )
     )
     print(f"scoring: {stats.line()}; wall {time.perf_counter() - started:.1f} s")

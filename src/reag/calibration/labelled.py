@@ -458,18 +458,21 @@ async def score_labelled_file(
     app: str | None = None,
     progress: Progress | None = None,
     stats: ScoringStats | None = None,
+    limit: int | None = None,
 ) -> list[ScoreRecord]:
     """Ingest a labelled file and score every tier on every one of its items.
 
     Stored scores are reused, so a second run makes no LLM call; scoring every
-    tier on everything lets any mode and α be fit from the result.
+    tier on everything lets any mode and α be fit from the result. ``limit``
+    scores only the file's first items (all are ingested, so the annotators'
+    examples are drawn from the whole set either way).
     """
     items = read_labelled(path)
     chosen = select_app(items, app)
     mine = [i for i in items if i.app == chosen]
     store.add_items(mine)
     judges = build_judges(store, chosen, clients, settings)
-    wanted = {i.item_id for i in mine}
+    wanted = {i.item_id for i in mine[:limit]}
     in_store = [i for i in store.items(chosen) if i.item_id in wanted]
     return await score_for_calibration(
         store,
