@@ -85,6 +85,30 @@ def _classify(exc: BaseException) -> tuple[str, str, dict[str, str]]:
     return "processing_error", f"{type(exc).__name__}: {exc}", {}
 
 
+def _observe_lag(msg: KafkaMessage, service: str) -> None:
+    """Messages still behind this one on its partition, from the consumer's last fetch.
+
+    Reading the high watermark the consumer already holds costs no request; it
+    is exact when messages flow and stale only while the service is idle
+    (when lag is zero anyway) or stuck (which liveness probes catch).
+    """
+    record = msg.raw_message
+    consumer = getattr(msg, "consumer", None)
+    highwater = getattr(consumer, "highwater", None)
+    if highwater is None:
+        return
+    try:
+        from aiokafka import TopicPartition
+
+        end = highwater(TopicPartition(record.topic, record.partition))
+    except (AssertionError, TypeError, ValueError):
+        return
+    if end is not None:
+        metrics.CONSUMER_LAG.labels(service, record.topic, str(record.partition)).set(
+            max(0, int(end) - int(record.offset) - 1)
+        )
+
+
 def consume(
     router: KafkaRouter,
     spec: ServiceSpec,
@@ -96,6 +120,7 @@ def consume(
     group_id: str | None = None,
     broadcast: bool = False,
     auto_offset_reset: str = "earliest",
+    max_poll_interval_ms: int = 1_800_000,
 ) -> Callable[[Handler[M]], Handler[M]]:
     """Register ``handler`` as ``spec``'s consumer of ``topic`` on ``router``.
 
@@ -106,6 +131,10 @@ def consume(
     group per topic ~3 s each, concurrently). ``broadcast=True`` makes every
     instance read every partition from the beginning without a group, which is
     how judges load the compacted thresholds topic at start and follow it.
+
+    ``max_poll_interval_ms`` is 30 minutes, not aiokafka's 5: one event can
+    hold several local-model calls, and a consumer that exceeds the interval
+    loses its partitions and the event is delivered again.
     """
     if topic not in spec.consumes:
         raise UndeclaredTopicError(f"{spec.name} does not declare that it consumes {topic}")
@@ -136,6 +165,12 @@ def consume(
         async def on_message(msg: KafkaMessage) -> None:
             record = msg.raw_message
             metrics.EVENTS_CONSUMED.labels(spec.name, topic).inc()
+            try:
+                await process(record)
+            finally:
+                _observe_lag(msg, spec.name)
+
+        async def process(record: Any) -> None:
             started = time.perf_counter()
             try:
                 event = decode_event(record.value, event_type, max_bytes=max_event_bytes)
@@ -175,6 +210,7 @@ def consume(
         router.subscriber(
             topic, group_id=None if broadcast else (group_id or f"{spec.name}-{topic}"),
             auto_offset_reset=auto_offset_reset,
+            max_poll_interval_ms=max_poll_interval_ms,
             ack_policy=AckPolicy.MANUAL if broadcast else AckPolicy.NACK_ON_ERROR,
             title=f"{spec.name}:{topic}",
         )(on_message)
