@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,33 @@ def test_the_labels_command_records_thresholds_and_names_tier_models(
     assert [t.tier for t in run.result.thresholds] == [1, 2, 3]
     assert [t.mode for t in store.latest_thresholds("nutrition")] == ["system"] * 3
     assert run.result.models == ("fake:tier1", "fake:tier2", "fake:tier3")
+
+
+def test_reag_calibrate_labels_runs_the_judges_through_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from reag.calibration import labelled
+    from reag.cli.main import app
+
+    providers = three_providers()
+    monkeypatch.setattr(
+        labelled, "make_tier_clients", lambda settings, service: tier_clients(*providers)
+    )
+    monkeypatch.setenv("REAG_STATE_DIR", str(tmp_path / "state"))
+    path = write_labelled(tmp_path / "labels.jsonl", 40)
+    runner = CliRunner()
+    args = ["calibrate", "--labels", str(path), "--alpha", "0.2", "--delta", "0.1", "--json"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    calls = [len(p.calls) for p in providers]
+    assert calls == [200, 200, 200]  # every tier on every item: any mode can be fit
+    second = runner.invoke(app, args)
+    assert second.exit_code == 0, second.output
+    assert [len(p.calls) for p in providers] == calls  # all scores came from the store
+    assert first.output == second.output
+    tiers = json.loads(first.output)["tiers"]
+    assert tiers["1"]["threshold"] == pytest.approx(0.601)  # just above the 0.6 UNSURE items
+    assert tiers["1"]["n_accepted"] == 20
+    assert tiers["2"]["threshold"] is None
