@@ -62,6 +62,19 @@ _GEMMA_ROLES = {"user": "user", "assistant": "model"}
 _LOG_HANDLERS: list[Any] = []
 
 
+def _prefer_passive_openmp() -> None:
+    """Let idle OpenMP threads sleep instead of spinning, unless the user chose otherwise.
+
+    llama.cpp's CPU backend runs on OpenMP. With busy-waiting threads, two
+    processes that each hold a model (a service and the model server, or
+    two services) fought over 2 shared cores: served calls took 5.5-6.3 s
+    against 1.4-2.0 s with passive waiting, measured side by side on this
+    machine; in-process calls showed no difference. libgomp reads the
+    variable when it is loaded, so this must run before llama_cpp is imported.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def _route_llama_logs() -> None:
     """Send llama.cpp's own log lines to Python logging (DEBUG) instead of stderr."""
     if _LOG_HANDLERS:
@@ -113,6 +126,7 @@ class LlamaEngine:
         block: int = 64,
         flash_attn: bool = False,
     ) -> None:
+        _prefer_passive_openmp()
         import llama_cpp
         from llama_cpp._internals import LlamaBatch, LlamaContext, LlamaModel
 

@@ -1,0 +1,37 @@
+"""``python -m bench [name ...]``: run every benchmark module (or the named ones) in turn.
+
+Modules are listed here in order; one that does not exist yet is skipped, so
+benchmarks can join as their parts of reag land.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+
+MODULES = ("bench.llm", "bench.retrieval", "bench.cascade")
+
+
+def main(argv: list[str]) -> int:
+    wanted = {f"bench.{name.removeprefix('bench.')}" for name in argv}
+    for name in MODULES:
+        if wanted and name not in wanted:
+            continue
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            print(f"== {name}: not present, skipped\n", flush=True)
+            continue
+        title = (module.__doc__ or name).strip().splitlines()[0]
+        print(f"== {name}: {title}", flush=True)
+        started = time.perf_counter()
+        module.run()
+        print(f"== {name} done in {time.perf_counter() - started:.0f} s\n", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
