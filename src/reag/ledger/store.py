@@ -85,10 +85,13 @@ def _comparable(result: pb.Result | None) -> bytes | None:
 
 def _trim_oracle(oracle: pb.Oracle) -> pb.Oracle:
     """The retrieved documents' full text is audit material on the oracles topic, not a
-    result's; the ledger keeps the intention (query, persona) and the criteria."""
+    result's; the ledger keeps the intention (query, persona), the criteria, and which
+    documents were retrieved with their scores, ranks and relevance verdicts, because
+    retrieval is where oracles most often go wrong (REAG paper, failure analysis)."""
     kept = pb.Oracle()
     kept.CopyFrom(oracle)
-    kept.interpretation.ClearField("documents")
+    for document in kept.interpretation.documents:
+        document.ClearField("content")
     return kept
 
 
@@ -312,6 +315,14 @@ class LedgerStore:
         return LedgerUpdate(result, changed, duplicate, publish, agreements)
 
     # --- reads -------------------------------------------------------------------
+
+    def get_oracle(self, case_id: str) -> pb.Oracle | None:
+        """The case's oracle as stored (documents without their text), once it has arrived."""
+        with self._sessions() as session:
+            case = session.get(LedgerCaseRow, case_id)
+            if case is None or case.oracle is None:
+                return None
+            return pb.Oracle.FromString(case.oracle)
 
     def get_result(self, case_id: str) -> pb.Result | None:
         with self._sessions() as session:

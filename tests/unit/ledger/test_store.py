@@ -146,7 +146,9 @@ def test_listing_filters_by_app_run_and_outcome(store: LedgerStore) -> None:
     assert store.get_result("nobody") is None
 
 
-def test_the_oracle_s_documents_are_not_kept(store: LedgerStore, ev: Events) -> None:
+def test_the_oracle_keeps_which_documents_were_retrieved_but_not_their_text(
+    store: LedgerStore, ev: Events
+) -> None:
     store.record_oracle(ev.oracle())
     again = store.record_oracle(ev.oracle())
     assert again.duplicate
@@ -155,6 +157,11 @@ def test_the_oracle_s_documents_are_not_kept(store: LedgerStore, ev: Events) -> 
     assert len(result.criteria) == ev.n
     assert result.outcome == pb.OUTCOME_UNSPECIFIED
     assert not result.complete
+    oracle = store.get_oracle(ev.case_id)
+    assert oracle is not None
+    assert [d.doc_id for d in oracle.interpretation.documents] == ["requirement/r1"]
+    assert oracle.interpretation.documents[0].content == ""
+    assert store.get_oracle("nobody") is None
 
 
 def test_concurrent_writers_on_one_case_lose_nothing(store: LedgerStore) -> None:
