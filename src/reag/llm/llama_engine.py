@@ -16,14 +16,18 @@ Reuse must not change the numbers. llama.cpp's CPU kernels round differently
 depending on how tokens are grouped into a decode call: measured on this
 model, evaluating a prompt in one call or as a cached prefix plus the rest
 moved P(YES) by up to 0.04 and single token log-probabilities by up to 0.5.
-So every prompt is evaluated in blocks that start at multiples of ``block``
-and the cache is reused only up to a block boundary. A position is then
-always computed in the same block, with the same tokens and the same cache
-before it, whatever was evaluated earlier, and a cached prefix gives
-bit-identical logits to a fresh evaluation (the integration tests check
-this). The price is re-evaluating under one block per request. Flash
-attention is off by default, as in llama-cpp-python; with the block grid both
-settings gave exact reuse.
+So every prompt is cut into blocks by a rule that looks only at the tokens
+themselves (a block ends after ``block`` tokens, or at a newline once it has
+``MIN_BLOCK`` tokens), and the cache is reused only up to a block start. A
+position is then always computed in the same block, with the same tokens and
+the same cache before it, whatever was evaluated earlier, and a cached prefix
+gives bit-identical logits to a fresh evaluation of the same request (the
+integration tests check this). Which positions' logits are read belongs to
+the request too: llama.cpp runs the last layer only for those rows, so the
+same tokens scored at other positions can differ in the fifth decimal. Ending blocks at newlines means a prompt made of sections (the
+annotators' shared case, then each annotator's own part) is reused up to the
+section that differs. Flash attention is off by default, as in
+llama-cpp-python; with the block rule both settings gave exact reuse.
 
 Not thread-safe by itself: every public method takes ``lock`` (re-entrant, so
 a caller can hold it across a group of calls that should stay together).
@@ -57,6 +61,8 @@ LogitsRow = npt.NDArray[np.float32]
 START_OF_TURN = "<start_of_turn>"
 END_OF_TURN = "<end_of_turn>"
 _GEMMA_ROLES = {"user": "user", "assistant": "model"}
+# A block may end at a newline once it has this many tokens (see the module docstring).
+MIN_BLOCK = 8
 
 # llama.cpp keeps only a raw pointer to the log callback: hold the Python object here.
 _LOG_HANDLERS: list[Any] = []
@@ -123,7 +129,7 @@ class LlamaEngine:
         *,
         n_ctx: int = 4096,
         n_threads: int | None = None,
-        block: int = 64,
+        block: int = 32,
         flash_attn: bool = False,
     ) -> None:
         _prefer_passive_openmp()
@@ -164,7 +170,10 @@ class LlamaEngine:
         self.n_vocab = self._model.n_vocab()
         self._vocab = self._model.vocab
         self._evaluated: list[int] = []
-        self._on_grid = 0  # cached tokens [0, _on_grid) were evaluated in whole grid blocks
+        # Cached tokens [0, _on_grid) were evaluated in blocks that the block rule
+        # closed; a block still open at the end of a prompt may grow with the next.
+        self._on_grid = 0
+        self._ends_line: dict[int, bool] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
         self._special: dict[str, list[int]] = {
             marker: list(self._model.tokenize(marker.encode(), add_bos=False, special=True))
@@ -236,6 +245,21 @@ class LlamaEngine:
         return result
 
     # --- evaluation -------------------------------------------------------------
+    def _is_line_end(self, token: int) -> bool:
+        known = self._ends_line.get(token)
+        if known is None:
+            known = self._ends_line[token] = self.token_bytes(token).endswith(b"\n")
+        return known
+
+    def block_starts(self, ids: Sequence[int]) -> list[int]:
+        """Where the blocks of ``ids`` start; each start depends only on the tokens before it."""
+        starts = [0]
+        for i, token in enumerate(ids[:-1]):
+            size = i + 1 - starts[-1]
+            if size == self.block or (size >= MIN_BLOCK and self._is_line_end(token)):
+                starts.append(i + 1)
+        return starts
+
     @property
     def cached_tokens(self) -> int:
         return len(self._evaluated)
@@ -273,16 +297,18 @@ class LlamaEngine:
             if old != new:
                 break
             common += 1
-        reuse = min(common, *wanted, len(ids) - 1, self._on_grid)
-        reuse -= reuse % self.block
+        starts = self.block_starts(ids)
+        limit = min(common, *wanted, len(ids) - 1, self._on_grid)
+        reuse = max(start for start in starts if start <= limit)
         if reuse < len(self._evaluated) and not self._ctx.kv_cache_seq_rm(0, reuse, -1):
             self._ctx.kv_cache_clear()
             reuse = 0
         del self._evaluated[reuse:]
         out: dict[int, R] = {}
         batch = self._batch.batch
-        for start in range(reuse, len(ids), self.block):
-            chunk = ids[start : start + self.block]
+        first = starts.index(reuse)
+        for start, end in zip(starts[first:], [*starts[first + 1 :], len(ids)], strict=True):
+            chunk = ids[start:end]
             batch.n_tokens = len(chunk)
             for i, token in enumerate(chunk):
                 batch.token[i] = token
@@ -302,7 +328,7 @@ class LlamaEngine:
                 if batch.logits[i]:
                     row = np.ctypeslib.as_array(self._ctx.get_logits_ith(i), shape=(self.n_vocab,))
                     out[start + i] = read(start + i, row)
-        self._on_grid = len(ids) - len(ids) % self.block
+        self._on_grid = starts[-1]
         return out, reuse
 
     def _decode_one(self, token: int) -> None:

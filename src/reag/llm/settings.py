@@ -75,10 +75,11 @@ class LLMSettings(BaseSettings):
         ge=8,
         le=512,
         description=(
-            "Tokens the local model evaluates per step. Prompts are cut at multiples of it, "
-            "so a prefix reused from the KV cache gives bit-identical numbers to evaluating "
-            "from scratch; larger blocks run prompts faster (~540 tok/s at 32, ~700 at 128 "
-            "on 2 cores) but re-evaluate more of each annotator's prompt."
+            "Most tokens the local model evaluates per step; blocks also end at newlines. "
+            "The cache is reused only from a block start, so a reused prefix gives "
+            "bit-identical numbers to a fresh evaluation. Larger blocks run long prompts "
+            "faster (~540 tok/s at 32, ~700 at 128 on 2 idle cores) but re-evaluate more "
+            "of a prompt that shares only part of a block with the previous one."
         ),
     )
     local_url: str | None = Field(

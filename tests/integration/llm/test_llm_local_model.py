@@ -85,7 +85,12 @@ async def test_three_labels_sum_to_one(client: LLMClient) -> None:
 async def test_continuation_score_equals_an_independent_full_logits_evaluation(
     client: LLMClient, engine: LlamaEngine
 ) -> None:
-    """Our batched, logits-at-target-positions score against numpy over every logit."""
+    """Our score against numpy over every logit of a separate llama.cpp evaluation.
+
+    The separate evaluation (llama-cpp-python's high-level ``Llama`` with all
+    logits kept) is fed the same blocks as the engine, because llama.cpp's
+    rounding depends on how tokens are grouped into a decode call.
+    """
     import llama_cpp
 
     context = context_for(RELEVANT)
@@ -105,7 +110,10 @@ async def test_continuation_score_equals_an_independent_full_logits_evaluation(
     target_ids = independent.tokenize(QUERY.encode(), add_bos=False, special=False)
     assert result.target_token_ids == target_ids
     ids = context_ids + target_ids
-    independent.eval(ids)
+    starts = engine.block_starts(ids)
+    assert len(starts) > 2  # the prompt really is evaluated in several blocks
+    for start, end in zip(starts, [*starts[1:], len(ids)], strict=True):
+        independent.eval(ids[start:end])
     logits = np.asarray(independent.scores[: len(ids)], dtype=np.float64)
     peak = logits.max(axis=1, keepdims=True)
     log_softmax = logits - (peak + np.log(np.exp(logits - peak).sum(axis=1, keepdims=True)))
@@ -130,9 +138,9 @@ async def test_document_with_the_answer_scores_the_query_higher(client: LLMClien
 async def test_a_reused_prefix_gives_the_same_numbers_as_a_fresh_evaluation(
     client: LLMClient, engine: LlamaEngine
 ) -> None:
-    shared = "Judge whether the response meets the criterion. " * 30
+    shared = "Judge whether the response meets the criterion. " * 30 + "\n"
     prompts: list[str | list[Message]] = [
-        f"{shared}\nAnnotator {j}: when unsure, answer NO.\nVerdict:" for j in range(5)
+        f"{shared}Annotator {j}: when unsure, answer NO.\nVerdict:" for j in range(5)
     ]
 
     engine.reset()
@@ -144,7 +152,9 @@ async def test_a_reused_prefix_gives_the_same_numbers_as_a_fresh_evaluation(
     again = await client.label_probs(prompts[-1], LABELS)  # everything but a block is cached
 
     assert [r.usage.cached_tokens for r in together][1:] == [together[1].usage.cached_tokens] * 4
-    assert together[1].usage.cached_tokens >= together[1].usage.prompt_tokens - 2 * engine.block
+    # the annotators' own line follows a newline, where a block starts: only it is evaluated
+    own_line = len(engine.tokenize("Annotator 4: when unsure, answer NO.\nVerdict:", bos=False))
+    assert together[1].usage.cached_tokens >= together[1].usage.prompt_tokens - own_line - 1
     for a, b in zip(together, fresh, strict=True):
         assert a.probabilities == b.probabilities
     assert again.usage.cached_tokens > 0
