@@ -17,6 +17,7 @@ import typer
 
 if TYPE_CHECKING:
     from reag.apps import AppConfig
+    from reag.v1 import events_pb2 as pb
     from reag.corpus.model import Document
     from reag.elicitation.synthetic import FailedProbe, SyntheticCase
 
@@ -94,7 +95,7 @@ def _report(outcome: SyntheticCase | FailedProbe, as_json: bool) -> None:
     )
 
 
-async def _run(
+async def elicit_and_publish(
     config: AppConfig,
     *,
     count: int,
@@ -105,7 +106,10 @@ async def _run(
     topic: str,
     dry_run: bool,
     as_json: bool,
-) -> tuple[int, int]:
+    run_id: str | None = None,
+) -> tuple[list[pb.Traffic], int]:
+    """Probe the app with ``count`` simulated users; returns the traffic published and the
+    number of failed probes. ``reag demo`` uses it too."""
     from reag.elicitation.personas import categories_from_documents
     from reag.elicitation.synthetic import FailedProbe, new_run_id, simulate
     from reag.elicitation.targets import make_target
@@ -140,9 +144,10 @@ async def _run(
             kafka = kafka.model_copy(update={"bootstrap_servers": bootstrap})
         broker = make_broker(kafka, "elicit")
         await broker.connect()
-    run_id = new_run_id()
+    run_id = run_id or new_run_id()
     typer.echo(f"{run_id}: {count} simulated users of {config.name} -> {target.endpoint}", err=True)
-    published = failed = 0
+    published: list[pb.Traffic] = []
+    failed = 0
     try:
         async for outcome in simulate(
             config, categories, seeds, client, target, count=count, seed=seed, run_id=run_id
@@ -156,7 +161,7 @@ async def _run(
                     key=outcome.traffic.meta.case_id.encode(),
                     headers={"content-type": "application/x-protobuf", "x-reag-type": "Traffic"},
                 )
-                published += 1
+                published.append(outcome.traffic)
             _report(outcome, as_json)
     finally:
         await target.aclose()
@@ -193,7 +198,7 @@ def elicit(  # noqa: PLR0917 - typer maps each option to one parameter
     """Simulated users probe the app under test; their traffic enters the pipeline."""
     config = _load(app_name, manifest)
     _, failed = asyncio.run(
-        _run(
+        elicit_and_publish(
             config,
             count=count,
             seed=seed,

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from reag.stack import supervisor
 
 
-def _ensure_topics(bootstrap: str) -> None:
+def ensure_topics_at(bootstrap: str) -> None:
     from services.kit.admin import ensure_topics
     from services.kit.settings import KafkaSettings
 
@@ -22,7 +24,7 @@ def up() -> None:
     settings = supervisor.StackSettings()
     typer.echo(f"starting the embedded stack (logs in {settings.state_dir / 'logs'})")
     try:
-        state = supervisor.up(settings, after_broker=_ensure_topics, echo=typer.echo)
+        state = supervisor.up(settings, after_broker=ensure_topics_at, echo=typer.echo)
     except supervisor.StackError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise typer.Exit(1) from exc
@@ -51,7 +53,34 @@ def status() -> None:
         raise typer.Exit(1)
 
 
+def demo(
+    cases: Annotated[int, typer.Option("--cases", "-n", min=1, help="Simulated users.")] = 3,
+    manifest: Annotated[
+        Path, typer.Option("--manifest", help="The app to test.")
+    ] = Path("examples/nutrition/app.yaml"),
+    seed: Annotated[int, typer.Option("--seed", help="Fixes the simulated users.")] = 7,
+    alpha: Annotated[float, typer.Option("--alpha", help="Risk tolerance α.")] = 0.15,
+    delta: Annotated[float, typer.Option("--delta", help="Failure probability δ.")] = 0.10,
+    timeout_s: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for the cases.")
+    ] = 3600.0,
+    keep: Annotated[bool, typer.Option("--keep", help="Leave the stack running.")] = False,
+) -> None:
+    """Run reag end to end on the embedded stack: calibrate, probe the sample app, judge."""
+    from reag.stack.demo import DemoOptions, run_demo
+
+    options = DemoOptions(manifest=manifest, cases=cases, seed=seed, alpha=alpha, delta=delta,
+                          timeout_s=timeout_s, keep=keep)
+    try:
+        code = asyncio.run(run_demo(options, echo=typer.echo))
+    except supervisor.StackError as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(1) from exc
+    raise typer.Exit(code)
+
+
 def register(app: typer.Typer) -> None:
+    app.command()(demo)
     app.command()(up)
     app.command()(down)
     app.command()(status)

@@ -1,0 +1,394 @@
+"""``reag demo``: reag's main job end to end on the embedded stack.
+
+1. start the stack (broker, model server, sample app, every service);
+2. ingest the example app's corpus;
+3. calibrate every judge tier on the app's expert-labelled set and publish
+   the thresholds (scores are stored, so a second demo makes no judge call);
+4. let simulated users probe the sample app; their traffic enters the pipeline;
+5. wait for each case's result in the ledger (or its dead letter), and print
+   persona, query, retrieved documents with scores and k, the oracle's
+   criteria, and per criterion the tiers, confidences and verdict;
+6. print coverage, per-tier rates and the cost of every LLM call made;
+7. stop the stack it started.
+
+This module is shell, not core: it drives services over Kafka.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reag.apps import AppConfig, load_app
+from reag.stack import supervisor
+from reag.v1 import events_pb2 as pb
+
+Echo = Callable[[str], None]
+
+LOCAL_MODEL_NOTE = (
+    "The default model is Gemma 3 270M, a 270M-parameter *base* model: it runs every\n"
+    "part of reag and its log-probabilities are real, but its verdicts carry no signal.\n"
+    "Calibration shows exactly that: a judge that cannot beat the risk bound gets no\n"
+    "threshold, accepts nothing, and every criterion goes to human review.\n"
+    "For verdicts that mean something, name capable models, e.g.\n"
+    "  REAG_TIER_MODELS=gemini:gemini-2.5-flash-lite,openai:gpt-4.1-mini,gemini:gemini-2.5-flash\n"
+    "  REAG_LLM_OPENAI_API_KEY=... REAG_LLM_GEMINI_API_KEY=...   (see docs/llm.md)"
+)
+
+
+@dataclass
+class DemoOptions:
+    manifest: Path = Path("examples/nutrition/app.yaml")
+    cases: int = 3
+    seed: int = 7
+    alpha: float = 0.15
+    delta: float = 0.10
+    timeout_s: float = 3600.0
+    keep: bool = False
+
+
+@dataclass
+class CaseWatch:
+    """What the demo knows of one case while it flows through the pipeline."""
+
+    traffic: pb.Traffic
+    oracle: pb.Oracle | None = None
+    result: pb.Result | None = None
+    dead_letters: list[pb.DeadLetter] = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        if self.dead_letters:
+            return True
+        return self.result is not None and self.result.complete
+
+
+def _label(value: int) -> str:
+    return {pb.LABEL_YES: "YES", pb.LABEL_NO: "NO"}.get(value, "-")
+
+
+def _outcome(value: int) -> str:
+    return {pb.OUTCOME_PASS: "PASS", pb.OUTCOME_FAIL: "FAIL", pb.OUTCOME_ABSTAIN: "ABSTAIN"}.get(
+        value, "PENDING"
+    )
+
+
+def _case_of_dead_letter(letter: pb.DeadLetter) -> str | None:
+    """The case id inside a dead letter's original bytes, when they still decode."""
+    from services.kit.topology import TOPICS
+
+    payload = {spec.name: spec.payload for spec in TOPICS}.get(letter.topic)
+    if payload is None:
+        return None
+    message_type = getattr(pb, payload)
+    try:
+        event = message_type.FromString(letter.value)
+    except Exception:  # noqa: BLE001 - undecodable is exactly what a dead letter may hold
+        return None
+    meta = getattr(event, "meta", None)
+    return meta.case_id if meta is not None and meta.case_id else None
+
+
+async def _follow_dead_letters(
+    bootstrap: str, watches: dict[str, CaseWatch], stop: asyncio.Event
+) -> None:
+    from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
+
+    from services.kit.topology import DLQ
+
+    consumer = AIOKafkaConsumer(DLQ, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        while not stop.is_set():
+            batches = await consumer.getmany(timeout_ms=1000)
+            for records in batches.values():
+                for record in records:
+                    letter = pb.DeadLetter.FromString(record.value)
+                    case_id = _case_of_dead_letter(letter)
+                    if case_id in watches:
+                        watches[case_id].dead_letters.append(letter)
+    finally:
+        await consumer.stop()
+
+
+def _ingest_corpus(config: AppConfig, dsn: str, echo: Echo) -> None:
+    from reag.corpus.loader import load_sources
+    from reag.corpus.manifest import load_manifest
+    from reag.corpus.store import CorpusStore
+
+    manifest = load_manifest(config.base_dir / "app.yaml")
+    documents = load_sources(manifest.corpus_paths(), config.name)
+    report = CorpusStore.open(dsn).add(config.name, documents)
+    kinds: dict[str, int] = {}
+    for document in documents:
+        kinds[document.kind] = kinds.get(document.kind, 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    echo(f"  {report.total} documents ({summary}); {len(report.added)} new")
+
+
+async def _calibrate(
+    config: AppConfig, options: DemoOptions, bootstrap: str, echo: Echo
+) -> list[pb.Threshold]:
+    from reag.calibration.labelled import ingest_and_calibrate, make_tier_clients
+    from reag.calibration.store import CalibrationStore
+    from reag.judging.settings import CascadeSettings
+    from services.calibrator.publish import publish_thresholds
+    from services.kit.settings import KafkaSettings
+
+    if not config.calibration:
+        raise supervisor.StackError(f"app {config.name!r} has no calibration set in its manifest")
+    settings = CascadeSettings()
+    store = CalibrationStore.open(settings.resolved_store_dsn())
+    clients = make_tier_clients(settings, "demo")
+    last = [0.0]
+
+    def progress(tier: int, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] > 15:
+            last[0] = now
+            echo(f"    tier {tier}: scored {done}/{total} labelled items")
+
+    try:
+        calibration = await ingest_and_calibrate(
+            config.resolve(config.calibration), store, clients, settings, app=config.name,
+            alpha=options.alpha, delta=options.delta, progress=progress,
+        )
+    finally:
+        for client in clients:
+            await client.aclose()
+    echo(f"  {calibration.stats.line()}")
+    echo(f"  {calibration.model_note()}")
+    for threshold in calibration.thresholds:
+        if threshold.has_threshold:
+            echo(
+                f"  tier {threshold.tier}: λ̂ = {threshold.threshold:.3f} on "
+                f"{threshold.n_calibration} items ({threshold.n_accepted} accepted, risk "
+                f"{threshold.risk:.3f} ≤ bound {threshold.risk_upper:.3f} ≤ α={options.alpha})"
+            )
+        else:
+            echo(f"  tier {threshold.tier}: no threshold — {threshold.reason}")
+    await publish_thresholds(KafkaSettings(bootstrap_servers=bootstrap), calibration.thresholds)
+    return calibration.thresholds
+
+
+def _print_case(index: int, watch: CaseWatch, echo: Echo) -> None:
+    traffic = watch.traffic
+    echo(f"\n── case {index}: {traffic.meta.case_id}")
+    oracle = watch.oracle
+    persona = oracle.interpretation.intention.persona if oracle else None
+    echo(f"  persona : {persona.category_id if persona else traffic.profile.persona_hint}")
+    echo(f"  query   : {' '.join(traffic.query.split())[:300]}")
+    if watch.dead_letters:
+        for letter in watch.dead_letters:
+            echo(f"  DEAD LETTER from {letter.service} ({letter.error_type}): {letter.reason}")
+        return
+    if oracle is None:
+        echo("  (no oracle yet)")
+        return
+    interpretation = oracle.interpretation
+    echo(
+        f"  retrieved ({interpretation.kernel}, k={interpretation.k} + buffer "
+        f"{interpretation.buffer}, of {interpretation.n_candidates} documents):"
+    )
+    for document in interpretation.documents:
+        mark = "relevant" if document.relevant else "not relevant"
+        echo(f"    {document.rank:>2}. {document.doc_id:<28} score {document.score:8.3f}  {mark}")
+    echo(f"  objective: {' '.join(oracle.test_objective.split())[:300]}")
+    result = watch.result
+    by_id = {c.criterion.criterion_id: c for c in result.criteria} if result else {}
+    echo("  criteria:")
+    for criterion in oracle.criteria:
+        echo(f"    [{criterion.index}] {' '.join(criterion.text.split())[:200]}")
+        outcome = by_id.get(criterion.criterion_id)
+        if outcome is None:
+            continue
+        tiers = "  ".join(
+            f"t{a.tier} {_label(a.verdict)} c={a.confidence:.3f}"
+            + (f"≥{a.threshold:.3f}" if a.accepted else "")
+            for a in outcome.history if a.tier > 0
+        )
+        decision = (f"ACCEPTED {_label(outcome.label)} at tier {outcome.tier}" if outcome.accepted
+                    else "ABSTAIN → review" if outcome.abstained else "open")
+        echo(f"        {tiers}  ⇒ {decision}")
+    if result is not None:
+        echo(f"  RESULT: {_outcome(result.outcome)}"
+             + (f" (open: {len(result.open_criteria)})" if result.open_criteria else ""))
+
+
+def _scrape_llm_spend(state: supervisor.StackState) -> dict[str, tuple[float, float, float]]:
+    """calls, tokens and USD per service, read off every process's /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    spend: dict[str, list[float]] = {}
+    for record in state.processes:
+        if record.health_path is None:
+            continue
+        try:
+            with urllib.request.urlopen(  # noqa: S310 - our own loopback endpoint
+                f"http://127.0.0.1:{record.port}/metrics", timeout=5
+            ) as response:
+                text = response.read().decode()
+        except OSError:
+            continue
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if not sample.name.startswith("reag_llm_"):
+                    continue
+                service = sample.labels.get("service", record.name)
+                row = spend.setdefault(service, [0.0, 0.0, 0.0])
+                if sample.name == "reag_llm_calls_total":
+                    row[0] += sample.value
+                elif sample.name == "reag_llm_tokens_total" and sample.labels.get("type") != "cached":
+                    row[1] += sample.value
+                elif sample.name == "reag_llm_cost_usd_total":
+                    row[2] += sample.value
+    return {k: (v[0], v[1], v[2]) for k, v in spend.items()}
+
+
+def _summary(
+    watches: dict[str, CaseWatch], state: supervisor.StackState, demo_spend: tuple[int, int, float],
+    echo: Echo,
+) -> None:
+    from reag.ledger.summary import summarize
+
+    results = [w.result for w in watches.values() if w.result is not None]
+    summary = summarize(results)
+    dead = sum(1 for w in watches.values() if w.dead_letters)
+    echo("\n══ summary")
+    echo(f"  cases: {len(watches)}  PASS {summary.passed}  FAIL {summary.failed}  "
+         f"ABSTAIN {summary.abstained}  dead-lettered {dead}")
+    coverage = summary.criteria_accepted / summary.criteria if summary.criteria else 0.0
+    echo(f"  criteria: {summary.criteria}, accepted with calibrated confidence: "
+         f"{summary.criteria_accepted} (coverage {coverage:.0%})")
+    for tier in summary.tiers:
+        seen = max(tier.requests, 1)
+        echo(f"  tier {tier.tier}: {tier.requests} judged, accepted {tier.accepted / seen:.0%}, "
+             f"escalated {tier.escalated / seen:.0%}, abstained {tier.abstained / seen:.0%}, "
+             f"USD {tier.cost_usd:.6f}")
+    echo("  LLM calls made (every call counted, cached prompt tokens excluded):")
+    spend = _scrape_llm_spend(state)
+    calls, tokens, usd = demo_spend
+    spend["demo (calibration, simulated users)"] = (float(calls), float(tokens), usd)
+    total = [0.0, 0.0, 0.0]
+    for service, (n, t, cost) in sorted(spend.items()):
+        echo(f"    {service:<38} {int(n):>6} calls {int(t):>9} tokens  USD {cost:.6f}")
+        total = [total[0] + n, total[1] + t, total[2] + cost]
+    echo(f"    {'total':<38} {int(total[0]):>6} calls {int(total[1]):>9} tokens  "
+         f"USD {total[2]:.6f}")
+
+
+def _demo_spend() -> tuple[int, int, float]:
+    """What this process itself spent: calibration scoring and the simulated users."""
+    from prometheus_client import REGISTRY
+
+    calls = tokens = 0.0
+    usd = 0.0
+    for family in REGISTRY.collect():
+        for sample in family.samples:
+            if sample.name == "reag_llm_calls_total":
+                calls += sample.value
+            elif sample.name == "reag_llm_tokens_total" and sample.labels.get("type") != "cached":
+                tokens += sample.value
+            elif sample.name == "reag_llm_cost_usd_total":
+                usd += sample.value
+    return int(calls), int(tokens), usd
+
+
+async def _run_cases(
+    config: AppConfig, options: DemoOptions, state: supervisor.StackState, dsn: str, echo: Echo
+) -> dict[str, CaseWatch]:
+    from reag.cli.elicit import elicit_and_publish
+    from reag.ledger.store import LedgerStore
+
+    traffic, failed = await elicit_and_publish(
+        config, count=options.cases, seed=options.seed, model=None, target_url=None,
+        bootstrap=state.bootstrap, topic="reag.traffic.v1", dry_run=False, as_json=False,
+    )
+    if failed:
+        echo(f"  {failed} probe(s) of the sample app failed")
+    watches = {t.meta.case_id: CaseWatch(t) for t in traffic}
+    if not watches:
+        return watches
+    stop = asyncio.Event()
+    follower = asyncio.create_task(_follow_dead_letters(state.bootstrap, watches, stop))
+    ledger = LedgerStore.open(dsn)
+    deadline = time.monotonic() + options.timeout_s
+    reported: dict[str, str] = {}
+    try:
+        while time.monotonic() < deadline and not all(w.done for w in watches.values()):
+            for case_id, watch in watches.items():
+                watch.oracle = watch.oracle or ledger.get_oracle(case_id)
+                watch.result = ledger.get_result(case_id)
+                stage = _stage(watch)
+                if reported.get(case_id) != stage:
+                    reported[case_id] = stage
+                    echo(f"  {case_id}: {stage}")
+            await asyncio.sleep(2)
+    finally:
+        stop.set()
+        await follower
+        ledger.close()
+    if not all(w.done for w in watches.values()):
+        echo(f"  gave up waiting after {options.timeout_s:.0f}s; the cases below are partial")
+    return watches
+
+
+def _stage(watch: CaseWatch) -> str:
+    if watch.dead_letters:
+        return f"dead-lettered by {watch.dead_letters[0].service}"
+    if watch.oracle is None:
+        return "in the pipeline (elicitor → retriever → oracle)"
+    n = len(watch.oracle.criteria)
+    decided = 0
+    if watch.result is not None:
+        decided = sum(1 for c in watch.result.criteria if c.accepted or c.abstained)
+    if watch.result is not None and watch.result.complete:
+        return f"complete: {_outcome(watch.result.outcome)}"
+    return f"oracle with {n} criteria; {decided}/{n} through the judge cascade"
+
+
+async def run_demo(options: DemoOptions, echo: Echo = print) -> int:
+    settings = supervisor.StackSettings(app_manifest=options.manifest)
+    config = load_app(options.manifest)
+    echo(LOCAL_MODEL_NOTE if not os.environ.get("REAG_TIER_MODELS") else "")
+    started_here = False
+    running = supervisor.status(settings)
+    if running and all(p.healthy for p in running):
+        state = supervisor.StackState.load(supervisor.state_path(settings))
+        echo("\n1. the embedded stack is already running; using it")
+    else:
+        echo("\n1. starting the embedded stack")
+        from reag.cli.stack import ensure_topics_at
+
+        state = supervisor.up(settings, after_broker=ensure_topics_at, echo=echo)
+        started_here = True
+    # This process's own LLM clients share the stack's model server instead of loading weights.
+    os.environ["REAG_LLM_LOCAL_URL"] = state.model_url
+    os.environ["REAG_KAFKA__BOOTSTRAP_SERVERS"] = state.bootstrap
+    os.environ["REAG_STATE_DIR"] = str(settings.state_dir.resolve())
+    dsn = settings.resolved_store_dsn()
+    try:
+        echo(f"\n2. corpus of {config.name!r}")
+        _ingest_corpus(config, dsn, echo)
+        echo(f"\n3. calibrating the judge tiers on {config.calibration} "
+             f"(α={options.alpha}, δ={options.delta}; stored scores are reused)")
+        await _calibrate(config, options, state.bootstrap, echo)
+        echo(f"\n4. {options.cases} simulated users probe the sample app; following their cases")
+        watches = await _run_cases(config, options, state, dsn, echo)
+        echo("\n5. cases")
+        for index, watch in enumerate(watches.values(), start=1):
+            _print_case(index, watch, echo)
+        _summary(watches, state, _demo_spend(), echo)
+        incomplete = [w for w in watches.values() if not w.done]
+        return 1 if incomplete or not watches else 0
+    finally:
+        if started_here and not options.keep:
+            echo("\nstopping the embedded stack")
+            supervisor.down(settings, echo=echo)
+        elif started_here:
+            echo("\nthe stack is still running (`reag down` stops it)")
