@@ -3,10 +3,11 @@
 Prints, measured side by side in one run:
 - prompt tokens/s (a ~400-token prompt evaluated from scratch) and generated
   tokens/s (greedy, after a short prompt);
-- p50/p95 latency of one YES/NO label-probability call on a ~400-token prompt;
-- p50/p95 latency of N=5 simulated-annotator calls whose prompts share that
-  prompt as a prefix: as one group reusing the prefix's KV cache, and as five
-  calls from scratch; the ratio of the group to one call (goal: at most 1.5);
+- p50/p95 latency of one YES/NO label-probability call on a ~400-token prompt,
+  and of N=5 simulated-annotator calls whose prompts are that prompt plus a
+  ~23-token annotator part: as one group reusing the prefix's KV cache, and as
+  five calls from scratch, interleaved repetition by repetition; the ratio of
+  the group to one call (goal: at most 1.5);
 - the same single call and group through the model server (``reag llm serve``
   in a child process, over HTTP on localhost) against in process.
 
@@ -40,7 +41,7 @@ LABELS = ["YES", "NO"]
 N_ANNOTATORS = 5
 TARGET_PROMPT_TOKENS = 400
 REPS_SINGLE = 10
-REPS_GROUP = 6
+REPS_GROUP = 8
 
 INSTRUCTIONS = (
     "You are an acceptance tester for a nutrition assistant. Decide whether the assistant's "
@@ -126,15 +127,36 @@ async def throughput(client: LLMClient) -> tuple[float, float, int]:
     return max(prompt_rates), max(gen_rates), n_prompt
 
 
-async def latencies(client: LLMClient, rep_base: int) -> tuple[Timing, Timing]:
-    single, group = [], []
-    for rep in range(REPS_SINGLE):
-        prompt = shared_prompt(client, rep_base + rep)
-        single.append(await timed(partial(client.label_probs, prompt, LABELS)))
+async def evaluated_tokens(client: LLMClient) -> tuple[int, int]:
+    """Tokens the model evaluates for one call and for a reused group: load-independent."""
+    assert isinstance(client.provider, LocalProvider)
+    client.provider.engine.reset()
+    one = await client.label_probs(shared_prompt(client, 900), LABELS)
+    group = await client.label_probs_many(annotator_prompts(shared_prompt(client, 901)), LABELS)
+    fresh = one.usage.prompt_tokens - one.usage.cached_tokens
+    return fresh, sum(r.usage.prompt_tokens - r.usage.cached_tokens for r in group)
+
+
+async def annotator_costs(client: LLMClient) -> tuple[Timing, Timing, Timing]:
+    """One call, the reused group and five from scratch, interleaved rep by rep.
+
+    Interleaving puts the three under the same machine load, so their ratio
+    means something on a shared machine.
+    """
+    assert isinstance(client.provider, LocalProvider)
+    engine = client.provider.engine
+    single, group, scratch = [], [], []
     for rep in range(REPS_GROUP):
-        prompts = annotator_prompts(shared_prompt(client, rep_base + 100 + rep))
+        prompt = shared_prompt(client, rep)
+        single.append(await timed(partial(client.label_probs, prompt, LABELS)))
+        prompts = annotator_prompts(shared_prompt(client, 100 + rep))
         group.append(await timed(partial(client.label_probs_many, prompts, LABELS)))
-    return Timing(single), Timing(group)
+        total = 0.0
+        for annotator in annotator_prompts(shared_prompt(client, 200 + rep)):
+            engine.reset()
+            total += await timed(partial(client.label_probs, annotator, LABELS))
+        scratch.append(total)
+    return Timing(single), Timing(group), Timing(scratch)
 
 
 async def side_by_side(
@@ -158,19 +180,6 @@ async def side_by_side(
         Timing(group["local"]),
         Timing(group["served"]),
     )
-
-
-async def from_scratch(client: LLMClient) -> Timing:
-    assert isinstance(client.provider, LocalProvider)
-    engine = client.provider.engine
-    totals = []
-    for rep in range(REPS_GROUP):
-        total = 0.0
-        for prompt in annotator_prompts(shared_prompt(client, 500 + rep)):
-            engine.reset()
-            total += await timed(partial(client.label_probs, prompt, LABELS))
-        totals.append(total)
-    return Timing(totals)
 
 
 def start_server(port: int) -> subprocess.Popen[bytes]:
@@ -213,14 +222,19 @@ async def bench() -> None:
     print(f"prompt tokens/s     {prompt_tps:7.0f}   (best of 3, {n_prompt}-token prompt)")
     print(f"generated tokens/s  {gen_tps:7.1f}   (best of 3, 64 greedy tokens)", flush=True)
 
-    single, group = await latencies(client, rep_base=0)
-    scratch = await from_scratch(client)
+    single, group, scratch = await annotator_costs(client)
+    one_tokens, group_tokens = await evaluated_tokens(client)
     print(f"one YES/NO call, {n_prompt} tokens:            {single}")
     print(f"{N_ANNOTATORS} annotators, shared prefix reused:    {group}")
     print(f"{N_ANNOTATORS} annotators, each from scratch:       {scratch}")
     print(
         f"ratio {N_ANNOTATORS} annotators / one call (p50): reused {group.p50 / single.p50:.2f}x "
         f"(goal <= 1.5x), from scratch {scratch.p50 / single.p50:.2f}x",
+        flush=True,
+    )
+    print(
+        f"tokens evaluated: one call {one_tokens}, {N_ANNOTATORS} annotators {group_tokens} "
+        f"({group_tokens / one_tokens:.2f}x; the rest came from the KV cache)",
         flush=True,
     )
 
