@@ -20,11 +20,13 @@ with the seconds they took in an SQLite cache under
 method then runs through the real ``Retriever`` on the cached scores; per
 method the table gives the ICRALM scorings it needs per intention, the
 model seconds those took when computed, and its own wall time in this run.
+A cold run (2,265 scorings) took 36 minutes on a shared 2-core machine; a
+rerun from the cache takes under a minute (docs/retrieval.md).
 
 Knobs (environment): ``REAG_BENCH_LIMIT`` (first N intentions),
 ``REAG_BENCH_FULL_EVERY`` (full-corpus ICRALM on every Nth intention, default
 3; 1 = all), ``REAG_BENCH_PREFILTER`` (documents the embedding keeps for
-ICRALM, default 20), ``REAG_BENCH_MODEL`` (default local:gemma-3-270m),
+ICRALM, default 15), ``REAG_BENCH_MODEL`` (default local:gemma-3-270m),
 ``REAG_BENCH_OUT`` (a folder for the Markdown tables and per-intention JSON).
 """
 
@@ -93,6 +95,8 @@ class Method:
 class MethodResult:
     method: Method
     quality: QualitySummary
+    tuning: QualitySummary  # b-002, b-004, ... (every second intention): where choices were made
+    holdout: QualitySummary  # b-001, b-003, ...: not looked at while choosing
     icralm_scorings: float  # per intention
     icralm_model_s: float  # per intention, as measured when the scores were computed
     wall_s: float  # this run, whole method
@@ -100,25 +104,43 @@ class MethodResult:
 
 
 def methods(prefilter_n: int) -> list[Method]:
+    """The paper's and the brief's methods, then the combinations and selection rules we tried.
+
+    Adaptive k follows the paper (k from 1, buffer 1) unless the name says
+    otherwise. "min k 3" rows search the gap from the third document on.
+    """
     n = prefilter_n
+    paper = {"min_k": 1, "buffer": 1}
     return [
-        Method("ICRALM + adaptive k", RetrieverConfig(kernel="icralm")),
-        Method("ICRALM, k=5", RetrieverConfig(kernel="icralm", selection="fixed", k=5)),
+        Method("ICRALM + adaptive k", RetrieverConfig(kernel="icralm", **paper)),
+        Method("ICRALM, k=5", RetrieverConfig(kernel="icralm", selection="fixed")),
         Method("Embedding cosine, k=5", RetrieverConfig(kernel="embedding", selection="fixed")),
-        Method("Embedding cosine + adaptive k", RetrieverConfig(kernel="embedding")),
+        Method("Embedding cosine + adaptive k", RetrieverConfig(kernel="embedding", **paper)),
         Method("BM25, k=5", RetrieverConfig(kernel="bm25", selection="fixed")),
-        Method("BM25 + adaptive k", RetrieverConfig(kernel="bm25")),
+        Method("BM25 + adaptive k", RetrieverConfig(kernel="bm25", **paper)),
         Method(
             f"Embedding top {n} -> ICRALM + adaptive k",
-            RetrieverConfig(kernel="embedding+icralm", prefilter_n=n),
+            RetrieverConfig(kernel="embedding+icralm", prefilter_n=n, **paper),
         ),
         Method(
-            f"Hybrid (embedding top {n}, ICRALM) + adaptive k",
-            RetrieverConfig(kernel="hybrid", prefilter_n=n),
+            f"Hybrid (top {n}) + adaptive k",
+            RetrieverConfig(kernel="hybrid", prefilter_n=n, **paper),
         ),
         Method(
-            f"Hybrid (embedding top {n}, ICRALM), k=5",
+            f"Hybrid (top {n}), k=5",
             RetrieverConfig(kernel="hybrid", prefilter_n=n, selection="fixed"),
+        ),
+        Method(
+            "Embedding cosine + adaptive k, min k 3, no buffer",
+            RetrieverConfig(kernel="embedding", min_k=3, buffer=0),
+        ),
+        Method(
+            f"Hybrid (top {n}) + adaptive k, min k 3, buffer 1 [default]",
+            RetrieverConfig(kernel="hybrid", prefilter_n=n, min_k=3, buffer=1),
+        ),
+        Method(
+            f"Hybrid (top {n}) + adaptive k, min k 3, no buffer [best]",
+            RetrieverConfig(kernel="hybrid", prefilter_n=n, min_k=3, buffer=0),
         ),
     ]
 
@@ -196,6 +218,7 @@ async def warm_icralm(
 
 async def run_method(
     method: Method,
+    positions: Sequence[int],
     items: Sequence[BenchIntention],
     intentions: Sequence[pb.Intention],
     documents: Sequence[Document],
@@ -234,18 +257,29 @@ async def run_method(
     n = len(items)
     scorings = (stats.calls + stats.cache_hits) / n if stats else 0.0
     model_s = (stats.latency_s + stats.cached_latency_s) / n if stats else 0.0
-    return MethodResult(method, summarise(runs), scorings, model_s, wall, detail)
+    return MethodResult(
+        method,
+        summarise(runs),
+        summarise([run for run, i in zip(runs, positions, strict=True) if i % 2 == 1]),
+        summarise([run for run, i in zip(runs, positions, strict=True) if i % 2 == 0]),
+        scorings,
+        model_s,
+        wall,
+        detail,
+    )
 
 
 def table(results: Sequence[MethodResult]) -> str:
     header = (
-        "| Method | Intentions | Precision | Recall | F1 | nDCG | Docs kept | "
-        "ICRALM scorings / intention | ICRALM model s / intention | Wall s (this run) |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| Method | Intentions | Precision | Recall | F1 | F1 tuning / holdout | nDCG | "
+        "Docs kept | ICRALM scorings / intention | ICRALM model s / intention | "
+        "Wall s (this run) |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     )
     rows = [
         f"| {r.method.name} | {r.quality.n} | {r.quality.precision:.3f} | "
-        f"{r.quality.recall:.3f} | {r.quality.f1:.3f} | {r.quality.ndcg:.3f} | "
+        f"{r.quality.recall:.3f} | {r.quality.f1:.3f} | "
+        f"{r.tuning.f1:.3f} / {r.holdout.f1:.3f} | {r.quality.ndcg:.3f} | "
         f"{r.quality.mean_selected:.1f} | {r.icralm_scorings:.0f} | {r.icralm_model_s:.1f} | "
         f"{r.wall_s:.1f} |"
         for r in results
@@ -258,7 +292,7 @@ async def _run() -> None:
 
     limit = int(os.environ["REAG_BENCH_LIMIT"]) if os.environ.get("REAG_BENCH_LIMIT") else None
     full_every = int(os.environ.get("REAG_BENCH_FULL_EVERY", "3"))
-    prefilter_n = int(os.environ.get("REAG_BENCH_PREFILTER", "20"))
+    prefilter_n = int(os.environ.get("REAG_BENCH_PREFILTER", "15"))
     model = os.environ.get("REAG_BENCH_MODEL", "local:gemma-3-270m")
     out_dir = Path(os.environ["REAG_BENCH_OUT"]) if os.environ.get("REAG_BENCH_OUT") else None
     cache_dir = ReagSettings().state_dir / "cache" / "retrieval"
@@ -295,6 +329,7 @@ async def _run() -> None:
                 continue
             result = await run_method(
                 method,
+                indices,
                 [items[i] for i in indices],
                 [intentions[i] for i in indices],
                 documents,

@@ -12,7 +12,13 @@ Kernels, chosen by configuration:
   outliers (``fusion_weight`` is ICRALM's share).
 
 Then k is chosen at the largest score gap (``selection="adaptive"``) or fixed.
-docs/retrieval.md has the benchmark that compares them.
+
+The defaults are the best of docs/retrieval.md's benchmark with the local
+270M model: ``hybrid`` over the embedding's top 15, adaptive k searched from
+``min_k=3`` (the interpreted intention I|<R, K, p> needs at least a
+requirement, some knowledge and the persona), plus the paper's buffer of 1.
+The buffer trades precision for recall; self-reasoning then marks the
+documents that do not apply, while a document never retrieved is lost.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from reag.corpus.model import Document
 from reag.llm.client import LLMClient
@@ -48,7 +54,7 @@ class RetrieverConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kernel: KernelName = Field(
-        default="embedding+icralm", description="Ranking kernel; see reag.retrieval.retriever."
+        default="hybrid", description="Ranking kernel; see reag.retrieval.retriever."
     )
     selection: Literal["adaptive", "fixed"] = Field(
         default="adaptive", description="k at the largest score gap, or a fixed k."
@@ -58,12 +64,12 @@ class RetrieverConfig(BaseModel):
         default=1, ge=0, description="Documents kept after the adaptive cut (0 for fixed k)."
     )
     max_k: int = Field(default=8, ge=1, description="Largest k adaptive selection may choose.")
-    min_k: int = Field(default=1, ge=1, description="Smallest k adaptive selection may choose.")
+    min_k: int = Field(default=3, ge=1, description="Smallest k adaptive selection may choose.")
     window: float = Field(
         default=0.5, gt=0, le=1, description="Share of the ranking searched for the largest gap."
     )
     prefilter_n: int = Field(
-        default=20, ge=1, description="Documents the embedding keeps for ICRALM (combinations)."
+        default=15, ge=1, description="Documents the embedding keeps for ICRALM (combinations)."
     )
     fusion_weight: float = Field(
         default=0.5, ge=0, le=1, description="ICRALM's share of the 'hybrid' score."
@@ -71,6 +77,12 @@ class RetrieverConfig(BaseModel):
     max_doc_chars: int = Field(
         default=2000, ge=100, description="Characters of a document ICRALM reads."
     )
+
+    @model_validator(mode="after")
+    def _k_bounds(self) -> RetrieverConfig:
+        if self.min_k > self.max_k:
+            raise ValueError(f"min_k ({self.min_k}) must not exceed max_k ({self.max_k})")
+        return self
 
 
 @dataclass(frozen=True, slots=True)

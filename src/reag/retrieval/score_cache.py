@@ -42,6 +42,9 @@ class ScoreCache:
             "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, mean REAL NOT NULL, "
             "n_tokens INTEGER NOT NULL, latency_s REAL NOT NULL DEFAULT 0)"
         )
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(scores)")}
+        if "latency_s" not in columns:  # a cache written before latencies were kept
+            self._db.execute("ALTER TABLE scores ADD COLUMN latency_s REAL NOT NULL DEFAULT 0")
         self._db.commit()
         self.hits = 0
         self.misses = 0

@@ -50,7 +50,9 @@ async def test_icralm_ranks_the_answering_document_first(local_llm_client: LLMCl
         situation="Choosing a ready meal in the supermarket.",
         app="nutri",
     )
-    retriever = Retriever(RetrieverConfig(kernel="icralm", buffer=0), client=local_llm_client)
+    retriever = Retriever(
+        RetrieverConfig(kernel="icralm", buffer=0, min_k=1), client=local_llm_client
+    )
     retrieval = await retriever.retrieve(intention, [UPLOAD, SALT, LANGUAGES])
 
     ranked = [r.document.address for r in retrieval.ranking]

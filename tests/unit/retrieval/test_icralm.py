@@ -100,3 +100,18 @@ async def test_score_many_visits_documents_in_the_outer_loop(
     single = IcralmKernel(LLMClient(FakeProvider(score_script=overlap_logprobs)))
     for i, intention in enumerate(intentions):
         assert many[i] == await single.score(intention, corpus)
+
+
+def test_a_cache_file_without_latencies_is_upgraded(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE scores (key TEXT PRIMARY KEY, mean REAL NOT NULL, n_tokens INTEGER)")
+    db.commit()
+    db.close()
+    cache = ScoreCache(path)
+    cache.put("m", "c", "t", mean=-1.5, n_tokens=3, latency_s=0.2)
+    entry = cache.get("m", "c", "t")
+    assert entry is not None
+    assert (entry.mean, entry.latency_s) == (-1.5, 0.2)

@@ -89,12 +89,26 @@ async def test_fixed_selection_keeps_exactly_k(corpus: list[Document]) -> None:
 
 
 async def test_adaptive_selection_cuts_at_the_gap(corpus: list[Document]) -> None:
-    retrieval = await Retriever(RetrieverConfig(kernel="bm25", buffer=1)).retrieve(SALT, corpus)
+    config = RetrieverConfig(kernel="bm25", buffer=1, min_k=1)
+    retrieval = await Retriever(config).retrieve(SALT, corpus)
     scores = [r.score for r in retrieval.ranking]
     gaps = [scores[i] - scores[i + 1] for i in range(len(scores) - 1)]
     window = gaps[:3]  # ceil(0.5 * 5) = 3 positions searched
     assert retrieval.k == window.index(max(window)) + 1
     assert len(retrieval.selected) == retrieval.k + 1
+
+
+async def test_default_selection_keeps_at_least_three_plus_the_buffer(
+    corpus: list[Document],
+) -> None:
+    retrieval = await Retriever(RetrieverConfig(kernel="bm25")).retrieve(SALT, corpus)
+    assert retrieval.k >= 3
+    assert retrieval.buffer == 1
+
+
+def test_min_k_above_max_k_is_refused() -> None:
+    with pytest.raises(ValueError, match="min_k"):
+        RetrieverConfig(min_k=5, max_k=3)
 
 
 def test_llm_kernels_need_a_client() -> None:
