@@ -27,23 +27,33 @@ from reag.v1 import events_pb2 as pb
 log = logging.getLogger(__name__)
 
 
+# Length caps are part of the JSON schema, so a backend that decodes under the schema's
+# grammar (the local model) must close every string in time: a small model otherwise
+# fills max_tokens with one string and the JSON never ends. llama.cpp refuses grammars
+# past about 1,000 repetitions of one rule, hence no cap above 1,000 characters.
 class CitedSentence(BaseModel):
-    sentence: str = Field(description="A sentence copied word for word from the document.")
-    why: str = Field(description="How this sentence applies to the user's request.")
+    sentence: str = Field(
+        max_length=300, description="A sentence copied word for word from the document."
+    )
+    why: str = Field(max_length=200, description="How this sentence applies to the request.")
 
 
 class DocumentCheck(BaseModel):
     """Steps 1 and 2 for one document, in the order the model should reason."""
 
     relevant: bool = Field(description="Whether the document constrains the app's answer.")
-    reason: str = Field(description="One sentence: why it is or is not relevant.")
+    reason: str = Field(max_length=240, description="One sentence: why it is or is not relevant.")
     evidence: list[CitedSentence] = Field(
-        default_factory=list, description="Verbatim sentences; empty when not relevant."
+        default_factory=list,
+        max_length=3,
+        description="Verbatim sentences; empty when not relevant.",
     )
 
 
 class ApplicationAnalysis(BaseModel):
-    analysis: str = Field(description="The interpreted intention, 3 to 6 sentences.")
+    analysis: str = Field(
+        max_length=1000, description="The interpreted intention, 3 to 6 sentences."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +72,7 @@ class SelfReasoner:
         self,
         client: LLMClient,
         *,
-        max_evidence: int = 3,
+        max_evidence: int = 3,  # at most 3: the schema allows no more
         concurrency: int = 4,
         evidence_threshold: float = 0.9,
         max_tokens: int = 600,

@@ -137,3 +137,14 @@ async def test_unparseable_output_after_repair_raises(corpus: list[Document]) ->
     with pytest.raises(StructuredOutputError):
         await SelfReasoner(LLMClient(provider)).interpret(intention(), retrieval(corpus[:1]))
     assert len(provider.calls) == 2  # the first answer and one repair attempt
+
+
+def test_output_schemas_bound_every_string_for_grammar_constrained_decoding() -> None:
+    from reag.retrieval.reasoning import ApplicationAnalysis, DocumentCheck
+
+    check = DocumentCheck.model_json_schema()
+    cited = check["$defs"]["CitedSentence"]["properties"]
+    assert check["properties"]["reason"]["maxLength"] <= 300
+    assert check["properties"]["evidence"]["maxItems"] == 3
+    assert all(p["maxLength"] <= 300 for p in cited.values())
+    assert ApplicationAnalysis.model_json_schema()["properties"]["analysis"]["maxLength"] <= 1000
