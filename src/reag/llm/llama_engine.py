@@ -24,9 +24,10 @@ the same cache before it, whatever was evaluated earlier, and a cached prefix
 gives bit-identical logits to a fresh evaluation of the same request (the
 integration tests check this). Which positions' logits are read belongs to
 the request too: llama.cpp runs the last layer only for those rows, so the
-same tokens scored at other positions can differ in the fifth decimal. Ending blocks at newlines means a prompt made of sections (the
-annotators' shared case, then each annotator's own part) is reused up to the
-section that differs. Flash attention is off by default, as in
+same tokens scored at other positions can differ in the fifth decimal.
+Ending blocks at newlines means a prompt made of sections (the annotators'
+shared case, then each annotator's own part) is reused up to the section
+that differs. Flash attention is off by default, as in
 llama-cpp-python; with the block rule both settings gave exact reuse.
 
 Not thread-safe by itself: every public method takes ``lock`` (re-entrant, so
