@@ -58,6 +58,22 @@ class StructuredResult(Generic[T]):
     n_calls: int
 
 
+def parse_json_as(schema: type[T], text: str) -> T:
+    """``text`` as ``schema``, tolerating raw control characters inside JSON strings.
+
+    Grammar-constrained local decoding can emit a literal newline inside a
+    string, which strict JSON forbids; the content is still what the model
+    meant, so it is read leniently and then validated in JSON mode as usual.
+    Raises ``ValueError`` for text that is not JSON at all, ``ValidationError``
+    for JSON that does not fit the schema.
+    """
+    try:
+        data = json.loads(text, strict=False)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from exc
+    return schema.model_validate_json(json.dumps(data))
+
+
 class LLMClient:
     """Accounting, reliability and structured output around one provider.
 
@@ -237,11 +253,11 @@ class LLMClient:
             json_schema=json_schema,
         )
         try:
-            value = schema.model_validate_json(first.text)
+            value = parse_json_as(schema, first.text)
             return StructuredResult(
                 value, first.text, False, first.usage, first.cost_usd, first.latency_s, 1
             )
-        except ValidationError as exc:
+        except (ValidationError, ValueError) as exc:
             error = str(exc)
         repair = [
             *messages,
@@ -263,11 +279,12 @@ class LLMClient:
         )
         usage = first.usage + second.usage
         try:
-            value = schema.model_validate_json(second.text)
-        except ValidationError as exc:
+            value = parse_json_as(schema, second.text)
+        except (ValidationError, ValueError) as exc:
+            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
             raise StructuredOutputError(
                 f"{self.model} returned output that does not match {schema.__name__} "
-                f"after one repair attempt: {exc.errors()[0]['msg']}",
+                f"after one repair attempt: {detail}",
                 raw=second.text,
             ) from exc
         return StructuredResult(

@@ -397,28 +397,37 @@ class LlamaEngine:
     ) -> Generation:
         """Sample up to ``max_tokens`` tokens; with ``json_schema``, only text that matches it."""
         from llama_cpp._internals import LlamaSampler
-        from llama_cpp.llama_grammar import LlamaGrammar
 
         with self.lock:
+            if json_schema is not None:
+                picker = _GrammarPicker(self, json_schema, temperature, seed)
+                try:
+                    _, reused = self._evaluate(ids, [len(ids) - 1], lambda _pos, _row: None)
+                    return self._sample_loop(picker.pick, len(ids), reused, max_tokens, stop)
+                finally:
+                    picker.close()
             sampler_type: Any = LlamaSampler  # untyped constructor
             sampler = sampler_type()
             try:
-                if json_schema is not None:
-                    grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
-                    sampler.add_grammar(self._model, grammar)
                 if temperature <= 0:
                     sampler.add_greedy()
                 else:
                     sampler.add_temp(temperature)
                     sampler.add_dist(self._llama.LLAMA_DEFAULT_SEED if seed is None else seed)
                 _, reused = self._evaluate(ids, [len(ids) - 1], lambda _pos, _row: None)
-                return self._sample_loop(sampler, len(ids), reused, max_tokens, stop)
+                return self._sample_loop(
+                    lambda: int(sampler.sample(self._ctx, -1)), len(ids), reused, max_tokens, stop
+                )
             finally:
                 sampler.close()
 
+    def last_logits(self) -> LogitsRow:
+        """The logits row of the last evaluated position (a view; copy to keep it)."""
+        return np.ctypeslib.as_array(self._ctx.get_logits_ith(-1), shape=(self.n_vocab,))
+
     def _sample_loop(
         self,
-        sampler: Any,
+        pick: Callable[[], int],
         n_prompt: int,
         reused: int,
         max_tokens: int,
@@ -429,7 +438,7 @@ class LlamaEngine:
         finish = "length"
         budget = min(max_tokens, self.n_ctx - n_prompt)
         while generated < budget:
-            token = sampler.sample(self._ctx, -1)  # also advances the grammar
+            token = pick()
             if self._llama.llama_vocab_is_eog(self._vocab, token):
                 finish = "stop"
                 break
@@ -455,3 +464,85 @@ class LlamaEngine:
             self._ctx.close()
             self._model.close()
             self._evaluated = []
+
+
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+
+
+class _GrammarPicker:
+    """Grammar-constrained sampling that asks the grammar about a few candidates, not all.
+
+    llama.cpp's grammar sampler checks every candidate it is given; handed the
+    whole 262k-token Gemma vocabulary at each step, it made constrained
+    decoding 3x slower than free decoding here (20 against 60 tokens/s on an
+    idle machine), and far slower under load. The grammar almost always
+    accepts one of the model's top candidates, so it is shown the top
+    ``TOP_K`` by logit, and the full vocabulary only when it rejects them all
+    (llama.cpp's own common sampler does the same). Greedy decoding is
+    unchanged; at temperature > 0 this is top-k sampling among the tokens
+    the grammar allows.
+    """
+
+    TOP_K = 64
+
+    def __init__(
+        self, engine: LlamaEngine, json_schema: dict[str, Any], temperature: float,
+        seed: int | None,
+    ) -> None:
+        import llama_cpp
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        self._llama = llama_cpp
+        self._engine = engine
+        grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
+        self._sampler = llama_cpp.llama_sampler_init_grammar(
+            engine._vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+        )
+        if not self._sampler:
+            raise InvalidRequestError("llama.cpp could not build a grammar from the JSON schema")
+        self._temperature = temperature
+        self._rng = np.random.default_rng(seed)
+        self._top = (llama_cpp.llama_token_data * self.TOP_K)()
+        self._full: Any = None
+
+    def _allowed(self, buffer: Any) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+        """Apply the grammar to the candidates in ``buffer``; those it allows, with logits."""
+        size = len(buffer)
+        array = self._llama.llama_token_data_array(
+            data=ctypes.cast(buffer, self._llama.llama_token_data_p),
+            size=size, selected=-1, sorted=False,
+        )
+        self._llama.llama_sampler_apply(self._sampler, ctypes.byref(array))
+        # The grammar sampler masks rejected candidates in place (logit = -inf).
+        view = np.frombuffer(buffer, dtype=_TOKEN_DATA, count=size)
+        keep = np.isfinite(view["logit"])
+        return view["id"][keep], view["logit"][keep].astype(np.float64)
+
+    @staticmethod
+    def _fill(buffer: Any, ids: npt.NDArray[Any], logits: npt.NDArray[Any]) -> None:
+        view = np.frombuffer(buffer, dtype=_TOKEN_DATA, count=len(buffer))
+        view["id"], view["logit"], view["p"] = ids, logits, 0.0
+
+    def pick(self) -> int:
+        row = self._engine.last_logits()
+        top = np.argpartition(row, -self.TOP_K)[-self.TOP_K :]
+        self._fill(self._top, top, row[top])
+        ids, logits = self._allowed(self._top)
+        if ids.size == 0:
+            if self._full is None:
+                self._full = (self._llama.llama_token_data * row.shape[0])()
+            self._fill(self._full, np.arange(row.shape[0]), row)
+            ids, logits = self._allowed(self._full)
+            if ids.size == 0:
+                raise PermanentLLMError("the JSON grammar allows no token here")
+        if self._temperature <= 0:
+            token = int(ids[int(np.argmax(logits))])
+        else:
+            scaled = logits / self._temperature
+            weights = np.exp(scaled - scaled.max())
+            token = int(self._rng.choice(ids, p=weights / weights.sum()))
+        self._llama.llama_sampler_accept(self._sampler, token)
+        return token
+
+    def close(self) -> None:
+        self._llama.llama_sampler_free(self._sampler)

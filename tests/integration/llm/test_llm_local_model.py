@@ -226,3 +226,31 @@ def test_weights_come_from_the_installed_package(engine: LlamaEngine) -> None:
     assert Path(engine.model_path).stat().st_size > 200 * 2**20
     assert math.isfinite(engine.n_vocab)
     assert engine.n_vocab > 200_000
+
+
+async def test_top_k_grammar_sampling_equals_full_vocabulary_grammar_sampling(
+    engine: LlamaEngine,
+) -> None:
+    """The fast constrained sampler picks exactly what llama.cpp's full-vocabulary grammar
+    sampler picks under greedy decoding, token for token."""
+    import json
+
+    from llama_cpp._internals import LlamaSampler
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    ids = engine.chat_ids([("user", "Judge a soda for a diabetic user. Reply in JSON.")])
+    schema = Verdict.model_json_schema()
+    fast = engine.generate(ids, max_tokens=40, temperature=0.0, seed=1, json_schema=schema)
+    with engine.lock:
+        sampler = LlamaSampler()  # type: ignore[no-untyped-call]
+        sampler.add_grammar(
+            engine._model, LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        )
+        sampler.add_greedy()
+        _, reused = engine._evaluate(ids, [len(ids) - 1], lambda _p, _r: None)
+        slow = engine._sample_loop(
+            lambda: int(sampler.sample(engine._ctx, -1)), len(ids), reused, 40, ()
+        )
+        sampler.close()
+    assert fast.text == slow.text
+    assert fast.text.startswith("{")

@@ -72,3 +72,17 @@ async def test_still_broken_after_repair_raises_with_the_raw_text(
         await LLMClient(provider, settings=llm_settings, ledger=ledger).structured(ASK, Verdict)
     assert info.value.raw == '{"label": "YES"}'
     assert len(provider.calls) == 2
+
+
+def test_raw_newlines_inside_json_strings_are_read_not_rejected() -> None:
+    """Constrained local decoding can put a literal newline in a string; the content stands."""
+    from pydantic import BaseModel
+
+    from reag.llm.client import parse_json_as
+
+    class Note(BaseModel):
+        text: str
+
+    assert parse_json_as(Note, '{"text": "line one\nline two"}').text == "line one\nline two"
+    with pytest.raises(ValueError, match="not JSON"):
+        parse_json_as(Note, "{text: nope")
