@@ -1,24 +1,25 @@
 """``reag calibrate`` and ``reag sweep``: conformal thresholds for the judge cascade.
 
 Both read judge scores on expert-labelled items (a JSONL file of
-``reag.calibration.ScoreRecord``). ``calibrate --labels`` instead runs the
-judges on a labelled set first; that path belongs to the judge package, which
-provides ``reag.calibration.labelled.score_labelled_set(path) -> list[ScoreRecord]``.
+``reag.calibration.ScoreRecord``). ``calibrate --labels`` instead adds a labelled
+set to the calibration store, runs each tier's judge on what that tier would
+see (stored scores are reused, so no call is ever repeated), records the
+thresholds in the store's history and, with ``--publish``, puts them on
+``reag.thresholds.v1`` for the running judges.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 if TYPE_CHECKING:
-    from reag.calibration import CascadeCalibration, ScoreRecord
+    from reag.calibration import CascadeCalibration, Mode, ScoreRecord
 
 DEFAULT_GRID = "0.999:0.5:0.001"
 
@@ -34,21 +35,6 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _labelled_scores(labels: Path) -> Sequence[ScoreRecord]:
-    try:
-        module = importlib.import_module("reag.calibration.labelled")
-        score_labelled_set = cast(
-            "Callable[[Path], Sequence[ScoreRecord]]", module.score_labelled_set
-        )
-    except (ImportError, AttributeError) as exc:
-        raise _fail(
-            "--labels runs every tier's judge on the labelled set and needs the judge "
-            f"package, which this installation does not have yet ({exc}). Score the set "
-            "with the judges elsewhere and pass the result with --scores FILE."
-        ) from exc
-    return score_labelled_set(labels)
-
-
 def _load(
     scores: Path | None,
     labels: Path | None,
@@ -56,8 +42,6 @@ def _load(
 ) -> Sequence[ScoreRecord]:
     if scores is not None and labels is None:
         return read_scores(scores)
-    if labels is not None and scores is None:
-        return _labelled_scores(labels)
     raise _fail("give exactly one of --scores FILE or --labels FILE")
 
 
@@ -115,13 +99,33 @@ def calibrate(
         str, typer.Option("--grid", help="Candidate thresholds START:STOP:STEP.")
     ] = DEFAULT_GRID,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    app_name: Annotated[
+        str | None, typer.Option("--app", help="With --labels: the app, if the file has several.")
+    ] = None,
+    tier_models: Annotated[
+        str | None,
+        typer.Option(
+            "--tier-models", help="With --labels: M1,M2,M3 cheapest first (else REAG_TIER_MODELS)."
+        ),
+    ] = None,
+    publish: Annotated[
+        bool,
+        typer.Option("--publish", help="With --labels: publish the thresholds to the judges."),
+    ] = False,
 ) -> None:
     """Fit each tier's confidence threshold λ̂ by fixed-sequence testing (paper 3.4.2)."""
-    from reag.calibration import CalibrationError, Grid, Mode, calibrate_cascade, read_scores
+    from reag.calibration import CalibrationError, Grid, calibrate_cascade, read_scores
 
     if independent and system:
         raise _fail("--independent and --system are different modes; pick one")
     mode: Mode = "independent" if independent else "system" if system else "cascade"
+    if labels is not None and scores is None:
+        _calibrate_labels(labels, alpha=alpha, delta=delta, mode=mode, tau=tau, grid=grid,
+                          app=app_name, tier_models=tier_models, publish=publish,
+                          as_json=as_json)
+        return
+    if app_name or tier_models or publish:
+        raise _fail("--app, --tier-models and --publish go with --labels")
     try:
         records = _load(scores, labels, read_scores)
         calibration = calibrate_cascade(
@@ -133,6 +137,49 @@ def calibrate(
         typer.echo(json.dumps(calibration.summary(), indent=2))
     else:
         typer.echo(_table(calibration))
+
+
+def _calibrate_labels(
+    labels: Path,
+    *,
+    alpha: float,
+    delta: float,
+    mode: Mode,
+    tau: int,
+    grid: str,
+    app: str | None,
+    tier_models: str | None,
+    publish: bool,
+    as_json: bool,
+) -> None:
+    from reag.calibration import CalibrationError, Grid
+    from services.calibrator.labels import calibrate_from_labels
+
+    def progress(tier: int, done: int, total: int) -> None:
+        if not as_json and (done == total or done % 25 == 0):
+            typer.echo(f"  tier {tier}: scored {done}/{total}", err=True)
+
+    try:
+        run = calibrate_from_labels(
+            labels, alpha=alpha, delta=delta, mode=mode, tau=tau, grid=Grid.parse(grid),
+            app=app, tier_models=tier_models, publish=publish, progress=progress,
+        )
+    except CalibrationError as exc:
+        raise _fail(str(exc)) from exc
+    result = run.result
+    if as_json:
+        summary = result.calibration.summary()
+        summary |= {"app": result.app, "models": list(result.models),
+                    "prompt_version": result.prompt_version, "published": run.published}
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    typer.echo(_table(result.calibration))
+    typer.echo(f"\n{result.stats.line()}")
+    typer.echo(result.model_note())
+    typer.echo(
+        f"thresholds recorded for {result.app!r}"
+        + (f" and published ({run.published})" if publish else "; --publish sends them to judges")
+    )
 
 
 def sweep(

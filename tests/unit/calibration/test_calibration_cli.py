@@ -105,42 +105,10 @@ def test_calibrate_errors_are_actionable(cli: typer.Typer, scores: Path, tmp_pat
     assert f"{bad}:2: not valid JSON" in broken.stderr
 
 
-def test_labels_path_explains_it_needs_the_judges(
-    cli: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import sys
-
-    # Until the judge package provides it, reag.calibration.labelled does not import.
-    monkeypatch.setitem(sys.modules, "reag.calibration.labelled", None)
-    labels = tmp_path / "labels.jsonl"
-    labels.write_text("{}\n")
-    result = CliRunner().invoke(cli, ["calibrate", "--labels", str(labels)])
+def test_labels_only_options_are_refused_with_scores(cli: typer.Typer, scores: Path) -> None:
+    result = CliRunner().invoke(cli, ["calibrate", "--scores", str(scores), "--publish"])
     assert result.exit_code == 2
-    assert "needs the judge package" in result.stderr
-    assert "--scores FILE" in result.stderr
-
-
-def test_labels_path_calibrates_what_the_judges_scored(
-    cli: typer.Typer, scores: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import sys
-    import types
-
-    seen: list[Path] = []
-
-    def score_labelled_set(path: Path) -> list[ScoreRecord]:
-        seen.append(path)
-        return read_scores(scores)
-
-    fake = types.ModuleType("reag.calibration.labelled")
-    fake.score_labelled_set = score_labelled_set  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "reag.calibration.labelled", fake)
-    labels = tmp_path / "labels.jsonl"
-    result = CliRunner().invoke(cli, ["calibrate", "--labels", str(labels), "--json"])
-    assert result.exit_code == 0, result.output
-    assert seen == [labels]
-    expected = calibrate_cascade(read_scores(scores), alpha=0.1, delta=0.1)
-    assert json.loads(result.stdout)["calibration_hash"] == expected.calibration_hash
+    assert "go with --labels" in result.stderr
 
 
 def test_sweep_with_a_split(cli: typer.Typer, scores: Path, tmp_path: Path) -> None:

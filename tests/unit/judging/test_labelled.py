@@ -199,12 +199,12 @@ def test_reag_calibrate_labels_runs_the_judges_through_the_cli(
 ) -> None:
     from typer.testing import CliRunner
 
-    from reag.calibration import labelled
     from reag.cli.main import app
+    from services.calibrator import labels
 
     providers = three_providers()
     monkeypatch.setattr(
-        labelled, "make_tier_clients", lambda settings, service: tier_clients(*providers)
+        labels, "make_tier_clients", lambda settings, service: tier_clients(*providers)
     )
     monkeypatch.setenv("REAG_STATE_DIR", str(tmp_path / "state"))
     path = write_labelled(tmp_path / "labels.jsonl", 40)
@@ -213,7 +213,9 @@ def test_reag_calibrate_labels_runs_the_judges_through_the_cli(
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     calls = [len(p.calls) for p in providers]
-    assert calls == [200, 200, 200]  # every tier on every item: any mode can be fit
+    # Cascade mode: tier 1 judges all 40 items (5 annotators each); tiers 2 and 3 only
+    # the 20 that tier 1 does not accept.
+    assert calls == [200, 100, 100]
     second = runner.invoke(app, args)
     assert second.exit_code == 0, second.output
     assert [len(p.calls) for p in providers] == calls  # all scores came from the store
@@ -222,3 +224,4 @@ def test_reag_calibrate_labels_runs_the_judges_through_the_cli(
     assert tiers["1"]["threshold"] == pytest.approx(0.601)  # just above the 0.6 UNSURE items
     assert tiers["1"]["n_accepted"] == 20
     assert tiers["2"]["threshold"] is None
+    assert json.loads(first.output)["published"] == 0
