@@ -107,6 +107,7 @@ async def elicit_and_publish(
     dry_run: bool,
     as_json: bool,
     run_id: str | None = None,
+    paraphrase: bool = False,
 ) -> tuple[list[pb.Traffic], int]:
     """Probe the app with ``count`` simulated users; returns the traffic published and the
     number of failed probes. ``reag demo`` uses it too."""
@@ -150,7 +151,8 @@ async def elicit_and_publish(
     failed = 0
     try:
         async for outcome in simulate(
-            config, categories, seeds, client, target, count=count, seed=seed, run_id=run_id
+            config, categories, seeds, client, target, count=count, seed=seed, run_id=run_id,
+            paraphrase=paraphrase,
         ):
             if isinstance(outcome, FailedProbe):
                 failed += 1
@@ -194,6 +196,14 @@ def elicit(  # noqa: PLR0917 - typer maps each option to one parameter
     as_json: Annotated[
         bool, typer.Option("--json", help="Print each traffic event as JSON.")
     ] = False,
+    paraphrase: Annotated[
+        bool,
+        typer.Option(
+            "--paraphrase",
+            help="Let the agent rewrite the real query in the user's voice (default: send it "
+            "as it is, with a generated profile and situation, as the REAG paper does).",
+        ),
+    ] = False,
 ) -> None:
     """Simulated users probe the app under test; their traffic enters the pipeline."""
     config = _load(app_name, manifest)
@@ -208,6 +218,7 @@ def elicit(  # noqa: PLR0917 - typer maps each option to one parameter
             topic=topic,
             dry_run=dry_run,
             as_json=as_json,
+            paraphrase=paraphrase,
         )
     )
     verb = "probed (dry run)" if dry_run else f"published to {topic}"

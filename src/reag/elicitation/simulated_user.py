@@ -4,10 +4,12 @@ Manually collecting profiles that cover the variation inside each persona
 category (other medicines, other conditions, another life stage) is too
 expensive, so an LLM writes them. It is grounded three ways, as the paper
 prescribes: the user belongs to a category taken from the app's own persona
-documents; the query stays close to a real user query (whose attachment, the
-nutrition app's food label, is carried over verbatim); and a few sampled
-categories and real queries are shown as examples of how real users write.
-Sampling runs at temperature 0.9 (paper 4.4) so that users differ.
+documents; the user asks a real user query (whose attachment, the nutrition
+app's food label, is carried over verbatim) — the intention combines that
+real query with the generated profile and situation (REAG 3.1), and only with
+``paraphrase=True`` does the agent rewrite the query in the user's voice; and
+a few sampled categories and real queries are shown as examples of how real
+users write. Sampling runs at temperature 0.9 (paper 4.4) so that users differ.
 
 Real queries are untrusted text: they reach the prompt only delimited, and
 the system prompt says delimited text is material, never instructions.
@@ -28,6 +30,23 @@ from reag.llm.client import LLMClient
 from reag.spec.prompts import DATA_NOTE, delimit
 
 SIMULATION_TEMPERATURE = 0.9
+
+
+class SimulatedProfileDraft(BaseModel):
+    """The agent's output when the real query is kept: who asks it, and when."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    profile: str = Field(
+        min_length=10,
+        max_length=400,
+        description="Who this person is: age, conditions, medicines, goals, habits.",
+    )
+    situation: str = Field(
+        min_length=20,
+        max_length=600,
+        description="The moment they use the app: where, what, what worries them.",
+    )
 
 
 class SimulatedUserDraft(BaseModel):
@@ -57,17 +76,21 @@ on realistic requests. The application:
 {app}
 
 For each request you invent one person who belongs to the persona category you are given,
-and write three things:
+and write {n_things} things:
 - profile: who the person is (age, health conditions, medicines, goals, habits, work
   pattern), with details that vary inside the category: another medicine, a second
   condition, a different life stage;
 - situation: the moment they open the application, in two or three sentences in the third
-  person: where they are, what they are about to eat or buy, what is on their mind;
-- query: the message they type, in their own voice, short and informal like the real
-  queries shown, about the same thing as the real query you are given.
+  person: where they are, what they are about to eat or buy, what is on their mind{query_rule}
 Stay inside the category. Do not copy an example, give no advice, and never mention tests or
 simulation. {data_note}
-Reply with one JSON object with the keys "profile", "situation" and "query"."""
+Reply with one JSON object with the keys {keys}."""
+
+_QUERY_RULE = """;
+- query: the message they type, in their own voice, short and informal like the real
+  queries shown, about the same thing as the real query you are given."""
+_REAL_QUERY_RULE = """, given that this
+  person is about to send the real query you are given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +110,7 @@ def _category_line(category: PersonaCategory, max_chars: int = 400) -> str:
     return f"- {category.name}: {text}"
 
 
-def build_messages(app_summary: str, shot: FewShot) -> list[Message]:
+def build_messages(app_summary: str, shot: FewShot, *, paraphrase: bool = False) -> list[Message]:
     """The agent's prompt for one user; pure, so tests can read exactly what is sent."""
     categories = "\n".join(_category_line(c) for c in shot.example_categories)
     queries = "\n".join(f"- {q.text}" for q in shot.example_queries)
@@ -95,7 +118,11 @@ def build_messages(app_summary: str, shot: FewShot) -> list[Message]:
         "Persona categories of this application (examples):\n"
         + delimit("persona_examples", categories),
         "Queries real users sent (examples):\n" + delimit("query_examples", queries),
-        "The real query the new user's query should stay close to:\n"
+        (
+            "The real query the new user's query should stay close to:\n"
+            if paraphrase
+            else "The real query this user sends:\n"
+        )
         + delimit("real_query", shot.grounding.text),
     ]
     if shot.grounding.context.strip():
@@ -108,7 +135,17 @@ def build_messages(app_summary: str, shot: FewShot) -> list[Message]:
         + delimit("category", _category_line(shot.category, max_chars=1200))
     )
     return [
-        Message("system", SYSTEM_PROMPT.format(app=app_summary.strip(), data_note=DATA_NOTE)),
+        Message(
+            "system",
+            SYSTEM_PROMPT.format(
+                app=app_summary.strip(),
+                data_note=DATA_NOTE,
+                n_things="three" if paraphrase else "two",
+                query_rule=_QUERY_RULE if paraphrase else _REAL_QUERY_RULE,
+                keys='"profile", "situation" and "query"' if paraphrase
+                else '"profile" and "situation"',
+            ),
+        ),
         Message("user", "\n\n".join(parts)),
     ]
 
@@ -168,23 +205,30 @@ class FewShotSampler:
 
 @dataclass
 class SimulatedUserAgent:
+    """``paraphrase=False`` (the paper's way): the real query is sent as it is."""
+
     client: LLMClient
     app_summary: str
     max_tokens: int = 400
+    paraphrase: bool = False
 
     async def write(self, shot: FewShot, *, seed: int | None = None) -> SimulatedUser:
-        result = await self.client.structured(
-            build_messages(self.app_summary, shot),
-            SimulatedUserDraft,
-            temperature=SIMULATION_TEMPERATURE,
-            max_tokens=self.max_tokens,
-            seed=seed,
-        )
-        return SimulatedUser(
-            shot.category,
-            shot.grounding,
-            result.value,
-            self.client.model,
-            result.usage,
-            result.cost_usd,
-        )
+        messages = build_messages(self.app_summary, shot, paraphrase=self.paraphrase)
+        if self.paraphrase:
+            result = await self.client.structured(
+                messages, SimulatedUserDraft, temperature=SIMULATION_TEMPERATURE,
+                max_tokens=self.max_tokens, seed=seed,
+            )
+            draft, usage, cost = result.value, result.usage, result.cost_usd
+        else:
+            kept = await self.client.structured(
+                messages, SimulatedProfileDraft, temperature=SIMULATION_TEMPERATURE,
+                max_tokens=self.max_tokens, seed=seed,
+            )
+            # The real query is data, not model output: its length is not the schema's concern.
+            draft = SimulatedUserDraft.model_construct(
+                profile=kept.value.profile, situation=kept.value.situation,
+                query=shot.grounding.text,
+            )
+            usage, cost = kept.usage, kept.cost_usd
+        return SimulatedUser(shot.category, shot.grounding, draft, self.client.model, usage, cost)

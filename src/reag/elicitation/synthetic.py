@@ -93,6 +93,7 @@ async def simulate(
     seed: int | None = None,
     run_id: str | None = None,
     max_tokens: int = 400,
+    paraphrase: bool = False,
 ) -> AsyncIterator[SyntheticCase | FailedProbe]:
     """Yields each case as soon as the app has answered it; a failed probe is yielded too.
 
@@ -101,7 +102,9 @@ async def simulate(
     """
     rng = random.Random(seed)
     sampler = FewShotSampler(categories, seeds, rng)
-    agent = SimulatedUserAgent(client, app_summary(app), max_tokens=max_tokens)
+    agent = SimulatedUserAgent(
+        client, app_summary(app), max_tokens=max_tokens, paraphrase=paraphrase
+    )
     run = run_id or new_run_id()
     for index in range(count):
         shot = sampler.draw()

@@ -91,10 +91,23 @@ def test_the_attachment_of_the_grounding_query_is_shown_verbatim() -> None:
     assert expected in user
 
 
-async def test_the_agent_samples_at_temperature_point_nine_under_the_schema() -> None:
+async def test_by_default_the_real_query_is_sent_with_a_generated_profile_and_situation() -> None:
+    """REAG 3.1: an intention combines a real query with a generated persona profile."""
     client, provider = agent_client()
     shot = FewShot(CATEGORIES[0], SEEDS[0], (CATEGORIES[0],), (SEEDS[2],))
     user = await SimulatedUserAgent(client, "app").write(shot, seed=7)
+    (call,) = provider.calls
+    assert call.options["temperature"] == 0.9
+    assert set(call.options["json_schema"]["required"]) == {"profile", "situation"}
+    assert user.draft.query == SEEDS[0].text
+    assert user.draft.situation == DRAFT["situation"]
+    assert "The real query this user sends:" in call.payload[-1].content
+
+
+async def test_the_agent_samples_at_temperature_point_nine_under_the_schema() -> None:
+    client, provider = agent_client()
+    shot = FewShot(CATEGORIES[0], SEEDS[0], (CATEGORIES[0],), (SEEDS[2],))
+    user = await SimulatedUserAgent(client, "app", paraphrase=True).write(shot, seed=7)
     assert SIMULATION_TEMPERATURE == 0.9
     (call,) = provider.calls
     assert call.options["temperature"] == 0.9
@@ -174,6 +187,7 @@ async def test_simulated_cases_become_synthetic_traffic_with_the_apps_answer() -
         count=4,
         seed=11,
         run_id="run-x",
+        paraphrase=True,
     )
     cases = [o for o in outcomes if isinstance(o, SyntheticCase)]
     assert len(cases) == 4
