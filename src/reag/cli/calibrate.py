@@ -120,9 +120,18 @@ def calibrate(
         raise _fail("--independent and --system are different modes; pick one")
     mode: Mode = "independent" if independent else "system" if system else "cascade"
     if labels is not None and scores is None:
-        _calibrate_labels(labels, alpha=alpha, delta=delta, mode=mode, tau=tau, grid=grid,
-                          app=app_name, tier_models=tier_models, publish=publish,
-                          as_json=as_json)
+        _calibrate_labels(
+            labels,
+            alpha=alpha,
+            delta=delta,
+            mode=mode,
+            tau=tau,
+            grid=grid,
+            app=app_name,
+            tier_models=tier_models,
+            publish=publish,
+            as_json=as_json,
+        )
         return
     if app_name or tier_models or publish:
         raise _fail("--app, --tier-models and --publish go with --labels")
@@ -161,16 +170,28 @@ def _calibrate_labels(
 
     try:
         run = calibrate_from_labels(
-            labels, alpha=alpha, delta=delta, mode=mode, tau=tau, grid=Grid.parse(grid),
-            app=app, tier_models=tier_models, publish=publish, progress=progress,
+            labels,
+            alpha=alpha,
+            delta=delta,
+            mode=mode,
+            tau=tau,
+            grid=Grid.parse(grid),
+            app=app,
+            tier_models=tier_models,
+            publish=publish,
+            progress=progress,
         )
     except CalibrationError as exc:
         raise _fail(str(exc)) from exc
     result = run.result
     if as_json:
         summary = result.calibration.summary()
-        summary |= {"app": result.app, "models": list(result.models),
-                    "prompt_version": result.prompt_version, "published": run.published}
+        summary |= {
+            "app": result.app,
+            "models": list(result.models),
+            "prompt_version": result.prompt_version,
+            "published": run.published,
+        }
         typer.echo(json.dumps(summary, indent=2))
         return
     typer.echo(_table(result.calibration))

@@ -17,9 +17,9 @@ import typer
 
 if TYPE_CHECKING:
     from reag.apps import AppConfig
-    from reag.v1 import events_pb2 as pb
     from reag.corpus.model import Document
     from reag.elicitation.synthetic import FailedProbe, SyntheticCase
+    from reag.v1 import events_pb2 as pb
 
 sample_app_cli = typer.Typer(
     name="sample-app", help="The example LLM app under test.", no_args_is_help=True
@@ -151,7 +151,14 @@ async def elicit_and_publish(
     failed = 0
     try:
         async for outcome in simulate(
-            config, categories, seeds, client, target, count=count, seed=seed, run_id=run_id,
+            config,
+            categories,
+            seeds,
+            client,
+            target,
+            count=count,
+            seed=seed,
+            run_id=run_id,
             paraphrase=paraphrase,
         ):
             if isinstance(outcome, FailedProbe):

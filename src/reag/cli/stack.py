@@ -28,8 +28,10 @@ def up() -> None:
     except supervisor.StackError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise typer.Exit(1) from exc
-    typer.echo(f"\nKafka bootstrap: {state.bootstrap}   model server: {state.model_url}   "
-               f"sample app: {state.sample_app_url}")
+    typer.echo(
+        f"\nKafka bootstrap: {state.bootstrap}   model server: {state.model_url}   "
+        f"sample app: {state.sample_app_url}"
+    )
     typer.echo("`reag status` shows health; `reag down` stops everything.")
 
 
@@ -53,11 +55,11 @@ def status() -> None:
         raise typer.Exit(1)
 
 
-def demo(
+def demo(  # noqa: PLR0917 - typer maps each option to one parameter
     cases: Annotated[int, typer.Option("--cases", "-n", min=1, help="Simulated users.")] = 3,
-    manifest: Annotated[
-        Path, typer.Option("--manifest", help="The app to test.")
-    ] = Path("examples/nutrition/app.yaml"),
+    manifest: Annotated[Path, typer.Option("--manifest", help="The app to test.")] = Path(
+        "examples/nutrition/app.yaml"
+    ),
     seed: Annotated[int, typer.Option("--seed", help="Fixes the simulated users.")] = 7,
     alpha: Annotated[float, typer.Option("--alpha", help="Risk tolerance α.")] = 0.15,
     delta: Annotated[float, typer.Option("--delta", help="Failure probability δ.")] = 0.10,
@@ -69,8 +71,15 @@ def demo(
     """Run reag end to end on the embedded stack: calibrate, probe the sample app, judge."""
     from reag.stack.demo import DemoOptions, run_demo
 
-    options = DemoOptions(manifest=manifest, cases=cases, seed=seed, alpha=alpha, delta=delta,
-                          timeout_s=timeout_s, keep=keep)
+    options = DemoOptions(
+        manifest=manifest,
+        cases=cases,
+        seed=seed,
+        alpha=alpha,
+        delta=delta,
+        timeout_s=timeout_s,
+        keep=keep,
+    )
     try:
         code = asyncio.run(run_demo(options, echo=typer.echo))
     except supervisor.StackError as exc:

@@ -20,9 +20,10 @@ import asyncio
 import os
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from reag.apps import AppConfig, load_app
 from reag.stack import supervisor
@@ -68,14 +69,20 @@ class CaseWatch:
         return self.result is not None and self.result.complete
 
 
+_LABELS: dict[int, str] = {pb.LABEL_YES: "YES", pb.LABEL_NO: "NO"}
+_OUTCOMES: dict[int, str] = {
+    pb.OUTCOME_PASS: "PASS",
+    pb.OUTCOME_FAIL: "FAIL",
+    pb.OUTCOME_ABSTAIN: "ABSTAIN",
+}
+
+
 def _label(value: int) -> str:
-    return {pb.LABEL_YES: "YES", pb.LABEL_NO: "NO"}.get(value, "-")
+    return _LABELS.get(value, "-")
 
 
 def _outcome(value: int) -> str:
-    return {pb.OUTCOME_PASS: "PASS", pb.OUTCOME_FAIL: "FAIL", pb.OUTCOME_ABSTAIN: "ABSTAIN"}.get(
-        value, "PENDING"
-    )
+    return _OUTCOMES.get(value, "PENDING")
 
 
 def _case_of_dead_letter(letter: pb.DeadLetter) -> str | None:
@@ -88,7 +95,7 @@ def _case_of_dead_letter(letter: pb.DeadLetter) -> str | None:
     message_type = getattr(pb, payload)
     try:
         event = message_type.FromString(letter.value)
-    except Exception:  # noqa: BLE001 - undecodable is exactly what a dead letter may hold
+    except Exception:
         return None
     meta = getattr(event, "meta", None)
     return meta.case_id if meta is not None and meta.case_id else None
@@ -155,8 +162,14 @@ async def _calibrate(
 
     try:
         calibration = await ingest_and_calibrate(
-            config.resolve(config.calibration), store, clients, settings, app=config.name,
-            alpha=options.alpha, delta=options.delta, progress=progress,
+            config.resolve(config.calibration),
+            store,
+            clients,
+            settings,
+            app=config.name,
+            alpha=options.alpha,
+            delta=options.delta,
+            progress=progress,
         )
     finally:
         for client in clients:
@@ -210,48 +223,77 @@ def _print_case(index: int, watch: CaseWatch, echo: Echo) -> None:
         tiers = "  ".join(
             f"t{a.tier} {_label(a.verdict)} c={a.confidence:.3f}"
             + (f"≥{a.threshold:.3f}" if a.accepted else "")
-            for a in outcome.history if a.tier > 0
+            for a in outcome.history
+            if a.tier > 0
         )
-        decision = (f"ACCEPTED {_label(outcome.label)} at tier {outcome.tier}" if outcome.accepted
-                    else "ABSTAIN → review" if outcome.abstained else "open")
+        decision = (
+            f"ACCEPTED {_label(outcome.label)} at tier {outcome.tier}"
+            if outcome.accepted
+            else "ABSTAIN → review"
+            if outcome.abstained
+            else "open"
+        )
         echo(f"        {tiers}  ⇒ {decision}")
     if result is not None:
-        echo(f"  RESULT: {_outcome(result.outcome)}"
-             + (f" (open: {len(result.open_criteria)})" if result.open_criteria else ""))
+        echo(
+            f"  RESULT: {_outcome(result.outcome)}"
+            + (f" (open: {len(result.open_criteria)})" if result.open_criteria else "")
+        )
 
 
-def _scrape_llm_spend(state: supervisor.StackState) -> dict[str, tuple[float, float, float]]:
-    """calls, tokens and USD per service, read off every process's /metrics."""
+Spend = dict[str, tuple[float, float, float]]
+"""Per service: LLM calls, tokens evaluated (prompt − cached + completion), USD."""
+
+
+def _spend_from(samples: Iterable[Any], default_service: str) -> Spend:
+    rows: dict[str, dict[str, float]] = {}
+    for sample in samples:
+        if not sample.name.startswith("reag_llm_"):
+            continue
+        row = rows.setdefault(sample.labels.get("service", default_service), {})
+        if sample.name == "reag_llm_calls_total":
+            row["calls"] = row.get("calls", 0.0) + sample.value
+        elif sample.name == "reag_llm_tokens_total":
+            kind = sample.labels.get("type", "")
+            row[kind] = row.get(kind, 0.0) + sample.value
+        elif sample.name == "reag_llm_cost_usd_total":
+            row["usd"] = row.get("usd", 0.0) + sample.value
+    return {
+        service: (
+            row.get("calls", 0.0),
+            row.get("prompt", 0.0) - row.get("cached", 0.0) + row.get("completion", 0.0),
+            row.get("usd", 0.0),
+        )
+        for service, row in rows.items()
+    }
+
+
+def _scrape_llm_spend(state: supervisor.StackState) -> Spend:
+    """What every service process spent, read off its /metrics."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    spend: dict[str, list[float]] = {}
+    spend: Spend = {}
     for record in state.processes:
         if record.health_path is None:
             continue
         try:
-            with urllib.request.urlopen(  # noqa: S310 - our own loopback endpoint
+            with urllib.request.urlopen(
                 f"http://127.0.0.1:{record.port}/metrics", timeout=5
             ) as response:
                 text = response.read().decode()
         except OSError:
             continue
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if not sample.name.startswith("reag_llm_"):
-                    continue
-                service = sample.labels.get("service", record.name)
-                row = spend.setdefault(service, [0.0, 0.0, 0.0])
-                if sample.name == "reag_llm_calls_total":
-                    row[0] += sample.value
-                elif sample.name == "reag_llm_tokens_total" and sample.labels.get("type") != "cached":
-                    row[1] += sample.value
-                elif sample.name == "reag_llm_cost_usd_total":
-                    row[2] += sample.value
-    return {k: (v[0], v[1], v[2]) for k, v in spend.items()}
+        samples = (s for f in text_string_to_metric_families(text) for s in f.samples)
+        for service, (calls, tokens, usd) in _spend_from(samples, record.name).items():
+            old = spend.get(service, (0.0, 0.0, 0.0))
+            spend[service] = (old[0] + calls, old[1] + tokens, old[2] + usd)
+    return spend
 
 
 def _summary(
-    watches: dict[str, CaseWatch], state: supervisor.StackState, demo_spend: tuple[int, int, float],
+    watches: dict[str, CaseWatch],
+    state: supervisor.StackState,
+    demo_spend: tuple[float, float, float],
     echo: Echo,
 ) -> None:
     from reag.ledger.summary import summarize
@@ -260,43 +302,44 @@ def _summary(
     summary = summarize(results)
     dead = sum(1 for w in watches.values() if w.dead_letters)
     echo("\n══ summary")
-    echo(f"  cases: {len(watches)}  PASS {summary.passed}  FAIL {summary.failed}  "
-         f"ABSTAIN {summary.abstained}  dead-lettered {dead}")
+    echo(
+        f"  cases: {len(watches)}  PASS {summary.passed}  FAIL {summary.failed}  "
+        f"ABSTAIN {summary.abstained}  dead-lettered {dead}"
+    )
     coverage = summary.criteria_accepted / summary.criteria if summary.criteria else 0.0
-    echo(f"  criteria: {summary.criteria}, accepted with calibrated confidence: "
-         f"{summary.criteria_accepted} (coverage {coverage:.0%})")
+    echo(
+        f"  criteria: {summary.criteria}, accepted with calibrated confidence: "
+        f"{summary.criteria_accepted} (coverage {coverage:.0%})"
+    )
     for tier in summary.tiers:
         seen = max(tier.requests, 1)
-        echo(f"  tier {tier.tier}: {tier.requests} judged, accepted {tier.accepted / seen:.0%}, "
-             f"escalated {tier.escalated / seen:.0%}, abstained {tier.abstained / seen:.0%}, "
-             f"USD {tier.cost_usd:.6f}")
-    echo("  LLM calls made (every call counted, cached prompt tokens excluded):")
+        echo(
+            f"  tier {tier.tier}: {tier.requests} judged, accepted {tier.accepted / seen:.0%}, "
+            f"escalated {tier.escalated / seen:.0%}, abstained {tier.abstained / seen:.0%}, "
+            f"USD {tier.cost_usd:.6f}"
+        )
+    echo("  LLM calls made by reag (every call counted; tokens evaluated, KV-cache hits excluded;")
+    echo("  the sample app is the app under test, so its own calls are not reag's cost):")
     spend = _scrape_llm_spend(state)
-    calls, tokens, usd = demo_spend
-    spend["demo (calibration, simulated users)"] = (float(calls), float(tokens), usd)
+    spend["demo (calibration, simulated users)"] = demo_spend
     total = [0.0, 0.0, 0.0]
     for service, (n, t, cost) in sorted(spend.items()):
         echo(f"    {service:<38} {int(n):>6} calls {int(t):>9} tokens  USD {cost:.6f}")
         total = [total[0] + n, total[1] + t, total[2] + cost]
-    echo(f"    {'total':<38} {int(total[0]):>6} calls {int(total[1]):>9} tokens  "
-         f"USD {total[2]:.6f}")
+    echo(
+        f"    {'total':<38} {int(total[0]):>6} calls {int(total[1]):>9} tokens  USD {total[2]:.6f}"
+    )
 
 
-def _demo_spend() -> tuple[int, int, float]:
+def _demo_spend() -> tuple[float, float, float]:
     """What this process itself spent: calibration scoring and the simulated users."""
     from prometheus_client import REGISTRY
 
-    calls = tokens = 0.0
-    usd = 0.0
-    for family in REGISTRY.collect():
-        for sample in family.samples:
-            if sample.name == "reag_llm_calls_total":
-                calls += sample.value
-            elif sample.name == "reag_llm_tokens_total" and sample.labels.get("type") != "cached":
-                tokens += sample.value
-            elif sample.name == "reag_llm_cost_usd_total":
-                usd += sample.value
-    return int(calls), int(tokens), usd
+    samples = (s for family in REGISTRY.collect() for s in family.samples)
+    totals = [0.0, 0.0, 0.0]
+    for calls, tokens, usd in _spend_from(samples, "demo").values():
+        totals = [totals[0] + calls, totals[1] + tokens, totals[2] + usd]
+    return totals[0], totals[1], totals[2]
 
 
 async def _run_cases(
@@ -306,8 +349,15 @@ async def _run_cases(
     from reag.ledger.store import LedgerStore
 
     traffic, failed = await elicit_and_publish(
-        config, count=options.cases, seed=options.seed, model=None, target_url=None,
-        bootstrap=state.bootstrap, topic="reag.traffic.v1", dry_run=False, as_json=False,
+        config,
+        count=options.cases,
+        seed=options.seed,
+        model=None,
+        target_url=None,
+        bootstrap=state.bootstrap,
+        topic="reag.traffic.v1",
+        dry_run=False,
+        as_json=False,
     )
     if failed:
         echo(f"  {failed} probe(s) of the sample app failed")
@@ -365,7 +415,10 @@ async def run_demo(options: DemoOptions, echo: Echo = print) -> int:
         echo("\n1. starting the embedded stack")
         from reag.cli.stack import ensure_topics_at
 
-        state = supervisor.up(settings, after_broker=ensure_topics_at, echo=echo)
+        # up() is blocking and runs its own event loop for topic creation: keep it off ours.
+        state = await asyncio.to_thread(
+            supervisor.up, settings, after_broker=ensure_topics_at, echo=echo
+        )
         started_here = True
     # This process's own LLM clients share the stack's model server instead of loading weights.
     os.environ["REAG_LLM_LOCAL_URL"] = state.model_url
@@ -375,8 +428,10 @@ async def run_demo(options: DemoOptions, echo: Echo = print) -> int:
     try:
         echo(f"\n2. corpus of {config.name!r}")
         _ingest_corpus(config, dsn, echo)
-        echo(f"\n3. calibrating the judge tiers on {config.calibration} "
-             f"(α={options.alpha}, δ={options.delta}; stored scores are reused)")
+        echo(
+            f"\n3. calibrating the judge tiers on {config.calibration} "
+            f"(α={options.alpha}, δ={options.delta}; stored scores are reused)"
+        )
         await _calibrate(config, options, state.bootstrap, echo)
         echo(f"\n4. {options.cases} simulated users probe the sample app; following their cases")
         watches = await _run_cases(config, options, state, dsn, echo)

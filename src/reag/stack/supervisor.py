@@ -10,6 +10,7 @@ Apache Kafka in production; only their environment differs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -86,9 +87,12 @@ class StackState:
 
 
 SERVICE_NAMES = (
-    "elicitor", "retriever", "oracle",
+    "elicitor",
+    "retriever",
+    "oracle",
     *(f"judge-tier{t}" for t in range(1, N_TIERS + 1)),
-    "ledger", "calibrator",
+    "ledger",
+    "calibrator",
 )
 
 
@@ -102,16 +106,31 @@ def plan(settings: StackSettings) -> list[ProcessSpec]:
         ProcessSpec("broker", broker_command(settings.kafka_port), settings.kafka_port, None),
         ProcessSpec(
             "model-server",
-            _python_module("reag.cli.main", "llm", "serve", "--host", "127.0.0.1",
-                           "--port", str(settings.model_port)),
-            settings.model_port, "/healthz",
+            _python_module(
+                "reag.cli.main",
+                "llm",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(settings.model_port),
+            ),
+            settings.model_port,
+            "/healthz",
         ),
         ProcessSpec(
             "sample-app",
-            _python_module("reag.cli.main", "sample-app", "serve", "--app-manifest",
-                           str(settings.app_manifest.resolve()),
-                           "--port", str(settings.sample_app_port)),
-            settings.sample_app_port, None,
+            _python_module(
+                "reag.cli.main",
+                "sample-app",
+                "serve",
+                "--app-manifest",
+                str(settings.app_manifest.resolve()),
+                "--port",
+                str(settings.sample_app_port),
+            ),
+            settings.sample_app_port,
+            None,
         ),
     ]
     for offset, name in enumerate(SERVICE_NAMES):
@@ -146,7 +165,7 @@ def healthy(record: ProcessRecord | ProcessSpec, timeout_s: float = 2.0) -> bool
         return True
     url = f"http://127.0.0.1:{record.port}{record.health_path}"
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
             return 200 <= int(response.status) < 300
     except (urllib.error.URLError, OSError, ValueError):
         return False
@@ -188,9 +207,7 @@ def up(
     if path.exists():
         previous = StackState.load(path)
         if any(alive(p.pid) for p in previous.processes):
-            raise StackError(
-                f"a stack is already running (see {path}); `reag down` stops it first"
-            )
+            raise StackError(f"a stack is already running (see {path}); `reag down` stops it first")
     specs = plan(settings)
     busy = [s for s in specs if not _port_free(s.port)]
     if busy:
@@ -207,18 +224,25 @@ def up(
         bootstrap=f"127.0.0.1:{settings.kafka_port}",
         model_url=f"http://127.0.0.1:{settings.model_port}",
         sample_app_url=f"http://127.0.0.1:{settings.sample_app_port}",
-        processes=records, started_at=time.time(),
+        processes=records,
+        started_at=time.time(),
     )
     try:
         for spec in specs:
             log_path = logs / f"{spec.name}.log"
             with open(log_path, "ab") as log:
                 proc = subprocess.Popen(
-                    spec.argv, env={**base_env, **spec.env, "REAG_HTTP_PORT": str(spec.port)},
-                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                    spec.argv,
+                    env={**base_env, **spec.env, "REAG_HTTP_PORT": str(spec.port)},
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
                 )
-            records.append(ProcessRecord(spec.name, proc.pid, spec.port, spec.health_path,
-                                         str(log_path), spec.argv))
+            records.append(
+                ProcessRecord(
+                    spec.name, proc.pid, spec.port, spec.health_path, str(log_path), spec.argv
+                )
+            )
             state.save(path)
             _wait_healthy(records[-1], proc, settings.start_timeout_s)
             echo(f"  {spec.name:<14} up   pid {proc.pid:<7} port {spec.port}")
@@ -274,10 +298,8 @@ def down(settings: ReagSettings, *, echo: Callable[[str], None] = print) -> int:
 
 def _reap(pid: int) -> None:
     """Collect our own exited children so they do not linger as zombies."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 @dataclass
@@ -297,6 +319,13 @@ def status(settings: ReagSettings) -> list[ProcessStatus]:
     result = []
     for record in state.processes:
         is_alive = alive(record.pid)
-        result.append(ProcessStatus(record.name, record.pid, record.port, is_alive,
-                                    is_alive and healthy(record, timeout_s=1.0)))
+        result.append(
+            ProcessStatus(
+                record.name,
+                record.pid,
+                record.port,
+                is_alive,
+                is_alive and healthy(record, timeout_s=1.0),
+            )
+        )
     return result

@@ -43,10 +43,14 @@ def wait_for_port(host: str, port: int, timeout_s: float = 10.0) -> None:
 def broker_command(port: int, host: str = "127.0.0.1") -> list[str]:
     url = f"tcp://{host}:{port}"
     return [
-        str(broker_binary()), "broker",
-        "--listener-url", url,
-        "--advertised-listener-url", url,
-        "--storage-engine", "memory://tansu/",
+        str(broker_binary()),
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        "memory://tansu/",
     ]
 
 
@@ -56,7 +60,9 @@ def start_tansu(
     """Start the broker and return once it accepts connections."""
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
     proc = subprocess.Popen(
-        broker_command(port, host), stdout=log, stderr=subprocess.STDOUT,
+        broker_command(port, host),
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     try:
