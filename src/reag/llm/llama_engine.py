@@ -6,11 +6,26 @@ the high-level API gets them only with ``logits_all=True``, which keeps a
 262k-wide row per token and sorts it in Python. Here a decode asks llama.cpp
 for logits only at the positions that are read.
 
-The engine keeps track of which tokens sit in the KV cache and reuses the
-longest common prefix with the next request, so the simulated annotators of
-one criterion, whose prompts share everything but their examples, pay for the
-shared part once. The full-size sliding-window cache (``swa_full``) is what
-makes cutting the cache back to an arbitrary prefix valid for Gemma 3.
+The KV cache holds several token sequences side by side, one per slot
+(llama.cpp sequences, ``n_seq_max`` > 1). A request reuses the longest prefix
+it shares with one slot's tokens and overwrites the rest of that slot; which
+slot, and which one gives way when none matches, is ``reag.llm.kv_slots``'s
+policy. With one slot per simulated annotator, each annotator's prompt
+prefix (instructions and its own examples) stays cached from one criterion to
+the next, and only the case is evaluated again. The full-size sliding-window
+cache (``swa_full``) is what makes cutting a sequence back to an arbitrary
+prefix valid for Gemma 3.
+
+Each slot has its own KV buffer (``kv_unified = False``): a sequence's cells
+and the attention over them then depend only on that sequence's own history,
+never on what the other slots hold or were asked in between. In one unified
+buffer the cells of interleaved sequences mix, so which cells a position
+lands in, and the order of llama.cpp's attention sums, depend on the other
+requests. Measured on this model with six slots: 21 label requests with
+five different prefixes, interleaved, all gave numbers equal to the last bit
+to the same prompts in a one-slot context with separate buffers, and 20 of
+them differed with a unified buffer (by up to 0.27 in a label
+log-probability).
 
 Reuse must not change the numbers. llama.cpp's CPU kernels round differently
 depending on how tokens are grouped into a decode call: measured on this
@@ -25,13 +40,14 @@ gives bit-identical logits to a fresh evaluation of the same request (the
 integration tests check this). Which positions' logits are read belongs to
 the request too: llama.cpp runs the last layer only for those rows, so the
 same tokens scored at other positions can differ in the fifth decimal.
-Ending blocks at newlines means a prompt made of sections (the annotators'
-shared case, then each annotator's own part) is reused up to the section
-that differs. Flash attention is off by default, as in
+Ending blocks at newlines means a prompt made of sections (an annotator's
+instructions and examples, then the case) is reused up to the section that
+differs. Flash attention is off by default, as in
 llama-cpp-python; with the block rule both settings gave exact reuse.
 
 Not thread-safe by itself: every public method takes ``lock`` (re-entrant, so
-a caller can hold it across a group of calls that should stay together).
+a caller can hold it across a group of calls that should stay together, and
+mark them as one group with ``group()``).
 """
 
 from __future__ import annotations
@@ -42,7 +58,8 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,6 +68,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reag.llm.base import InvalidRequestError, PermanentLLMError
+from reag.llm.kv_slots import Slot, SlotTable
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +82,7 @@ END_OF_TURN = "<end_of_turn>"
 _GEMMA_ROLES = {"user": "user", "assistant": "model"}
 # A block may end at a newline once it has this many tokens (see the module docstring).
 MIN_BLOCK = 8
+DEFAULT_SLOTS = 6
 
 # llama.cpp keeps only a raw pointer to the log callback: hold the Python object here.
 _LOG_HANDLERS: list[Any] = []
@@ -101,11 +120,12 @@ def _route_llama_logs() -> None:
 
 @dataclass(frozen=True, slots=True)
 class EvalStats:
-    """Tokens of one request: ``cached`` of ``prompt`` came from the KV cache."""
+    """Tokens of one request: ``cached`` of ``prompt`` came from the KV cache of ``slot``."""
 
     prompt: int
     cached: int
     generated: int = 0
+    slot: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,16 +149,22 @@ class LlamaEngine:
         model_path: Path,
         *,
         n_ctx: int = 4096,
+        slots: int = DEFAULT_SLOTS,
         n_threads: int | None = None,
         block: int = 32,
         flash_attn: bool = False,
     ) -> None:
+        """``n_ctx`` is the context of each of the ``slots`` sequences; their KV memory adds up."""
         _prefer_passive_openmp()
         import llama_cpp
         from llama_cpp._internals import LlamaBatch, LlamaContext, LlamaModel
 
         if not model_path.exists():
             raise PermanentLLMError(f"model file {model_path} does not exist")
+        if slots < 1:
+            raise InvalidRequestError(
+                f"the local model needs at least one KV-cache slot, got {slots}"
+            )
         _route_llama_logs()
         self._llama = llama_cpp
         self.model_path = model_path
@@ -151,7 +177,7 @@ class LlamaEngine:
             verbose=False,
         )
         params = llama_cpp.llama_context_default_params()
-        params.n_ctx = n_ctx
+        params.n_ctx = n_ctx * slots
         params.n_batch = block
         params.n_ubatch = block
         params.flash_attn_type = (
@@ -161,19 +187,19 @@ class LlamaEngine:
         )
         params.n_threads = threads
         params.n_threads_batch = threads
-        params.n_seq_max = 1
+        params.n_seq_max = slots
+        params.kv_unified = False  # a buffer per sequence: see the module docstring
         params.swa_full = True  # keep every position so the cache can be cut back anywhere
         self._ctx: Any = LlamaContext(model=self._model, params=params, verbose=False)
         self._batch: Any = LlamaBatch(n_tokens=block, embd=0, n_seq_max=1, verbose=False)
-        self.n_ctx = self._ctx.n_ctx()
+        self.n_ctx = int(llama_cpp.llama_n_ctx_seq(self._ctx.ctx))
+        self.n_slots = slots
         self.block = block
         self.flash_attn = flash_attn
         self.n_vocab = self._model.n_vocab()
         self._vocab = self._model.vocab
-        self._evaluated: list[int] = []
-        # Cached tokens [0, _on_grid) were evaluated in blocks that the block rule
-        # closed; a block still open at the end of a prompt may grow with the next.
-        self._on_grid = 0
+        self._slots = SlotTable(slots)
+        self._current: Slot = self._slots.slots[0]  # the slot a generation extends
         self._ends_line: dict[int, bool] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
         self._special: dict[str, list[int]] = {
@@ -263,14 +289,39 @@ class LlamaEngine:
 
     @property
     def cached_tokens(self) -> int:
-        return len(self._evaluated)
+        """Tokens held in the KV cache, all slots together."""
+        return sum(len(slot.tokens) for slot in self._slots.slots)
+
+    def slot_tokens(self) -> list[int]:
+        """Tokens held by each slot, in slot order."""
+        with self.lock:
+            return [len(slot.tokens) for slot in self._slots.slots]
 
     def reset(self) -> None:
         """Forget the KV cache, so the next request is evaluated from scratch."""
         with self.lock:
             self._ctx.kv_cache_clear()
-            self._evaluated = []
-            self._on_grid = 0
+            self._slots.clear()
+
+    @contextmanager
+    def group(self) -> Iterator[None]:
+        """Hold the lock for requests that belong together (one annotator group).
+
+        Within a group a request does not overwrite a slot that an earlier
+        request of the group wrote, unless it reuses most of it: the group's
+        prompts spread over separate slots, so each annotator's prefix is
+        still cached when the next group asks for it.
+        """
+        with self.lock:
+            self._slots.open_group()
+            try:
+                yield
+            finally:
+                self._slots.close_group()
+
+    def _forget(self, slot: Slot) -> None:
+        self._ctx.kv_cache_seq_rm(slot.seq, 0, -1)
+        slot.clear()
 
     def _evaluate(
         self,
@@ -293,18 +344,14 @@ class LlamaEngine:
                 "shorten the prompt or raise REAG_LLM_LOCAL_CONTEXT"
             )
         wanted = set(logit_positions)
-        common = 0
-        for old, new in zip(self._evaluated, ids, strict=False):
-            if old != new:
-                break
-            common += 1
         starts = self.block_starts(ids)
-        limit = min(common, *wanted, len(ids) - 1, self._on_grid)
-        reuse = max(start for start in starts if start <= limit)
-        if reuse < len(self._evaluated) and not self._ctx.kv_cache_seq_rm(0, reuse, -1):
-            self._ctx.kv_cache_clear()
+        choice = self._slots.choose(ids, starts, min(*wanted, len(ids) - 1))
+        slot = self._current = self._slots.slots[choice.index]
+        reuse = choice.reuse
+        if reuse < len(slot.tokens) and not self._ctx.kv_cache_seq_rm(slot.seq, reuse, -1):
+            self._forget(slot)
             reuse = 0
-        del self._evaluated[reuse:]
+        tokens = slot.tokens[:reuse]
         out: dict[int, R] = {}
         batch = self._batch.batch
         first = starts.index(reuse)
@@ -314,41 +361,38 @@ class LlamaEngine:
             for i, token in enumerate(chunk):
                 batch.token[i] = token
                 batch.pos[i] = start + i
-                batch.seq_id[i][0] = 0
+                batch.seq_id[i][0] = slot.seq
                 batch.n_seq_id[i] = 1
                 batch.logits[i] = (start + i) in wanted
             try:
                 self._ctx.decode(self._batch)
             except RuntimeError as exc:
-                self._ctx.kv_cache_clear()
-                self._evaluated = []
-                self._on_grid = 0
+                self._forget(slot)
                 raise PermanentLLMError(f"llama.cpp could not evaluate the prompt: {exc}") from exc
-            self._evaluated.extend(chunk)
+            tokens.extend(chunk)
             for i in range(len(chunk)):
                 if batch.logits[i]:
                     row = np.ctypeslib.as_array(self._ctx.get_logits_ith(i), shape=(self.n_vocab,))
                     out[start + i] = read(start + i, row)
-        self._on_grid = starts[-1]
+        self._slots.record(choice.index, reuse, tokens, starts[-1])
         return out, reuse
 
     def _decode_one(self, token: int) -> None:
-        """Append one sampled token to the cache, keeping its logits for the next sample."""
+        """Append one sampled token to the current slot, keeping its logits for the next sample."""
+        slot = self._current
         batch = self._batch.batch
         batch.n_tokens = 1
         batch.token[0] = token
-        batch.pos[0] = len(self._evaluated)
-        batch.seq_id[0][0] = 0
+        batch.pos[0] = len(slot.tokens)
+        batch.seq_id[0][0] = slot.seq
         batch.n_seq_id[0] = 1
         batch.logits[0] = True
         try:
             self._ctx.decode(self._batch)
         except RuntimeError as exc:
-            self._ctx.kv_cache_clear()
-            self._evaluated = []
-            self._on_grid = 0
+            self._forget(slot)
             raise PermanentLLMError(f"llama.cpp could not extend the generation: {exc}") from exc
-        self._evaluated.append(token)
+        slot.tokens.append(token)
 
     def score(
         self, context_ids: Sequence[int], target_ids: Sequence[int]
@@ -364,8 +408,9 @@ class LlamaEngine:
                 range(first, len(ids) - 1),
                 lambda pos, row: _log_softmax_at(row, [ids[pos + 1]])[0],
             )
+            slot = self._current.seq
         logprobs = [rows[pos] for pos in range(first, len(ids) - 1)]
-        return logprobs, EvalStats(prompt=len(ids), cached=reused)
+        return logprobs, EvalStats(prompt=len(ids), cached=reused, slot=slot)
 
     def label_logprobs(
         self, ids: Sequence[int], label_tokens: dict[str, list[int]]
@@ -380,10 +425,11 @@ class LlamaEngine:
                     label: _log_softmax_at(row, tokens) for label, tokens in label_tokens.items()
                 },
             )
+            slot = self._current.seq
         per_label = {
             label: float(np.logaddexp.reduce(np.array(lps))) for label, lps in rows[last].items()
         }
-        return per_label, EvalStats(prompt=len(ids), cached=reused)
+        return per_label, EvalStats(prompt=len(ids), cached=reused, slot=slot)
 
     def generate(
         self,
@@ -454,7 +500,9 @@ class LlamaEngine:
                 self._decode_one(token)
         return Generation(
             text=out.decode("utf-8", errors="replace"),
-            stats=EvalStats(prompt=n_prompt, cached=reused, generated=generated),
+            stats=EvalStats(
+                prompt=n_prompt, cached=reused, generated=generated, slot=self._current.seq
+            ),
             finish_reason=finish,
         )
 
@@ -463,7 +511,7 @@ class LlamaEngine:
             self._batch.close()
             self._ctx.close()
             self._model.close()
-            self._evaluated = []
+            self._slots.clear()
 
 
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
@@ -486,7 +534,10 @@ class _GrammarPicker:
     TOP_K = 64
 
     def __init__(
-        self, engine: LlamaEngine, json_schema: dict[str, Any], temperature: float,
+        self,
+        engine: LlamaEngine,
+        json_schema: dict[str, Any],
+        temperature: float,
         seed: int | None,
     ) -> None:
         import llama_cpp
@@ -510,7 +561,9 @@ class _GrammarPicker:
         size = len(buffer)
         array = self._llama.llama_token_data_array(
             data=ctypes.cast(buffer, self._llama.llama_token_data_p),
-            size=size, selected=-1, sorted=False,
+            size=size,
+            selected=-1,
+            sorted=False,
         )
         self._llama.llama_sampler_apply(self._sampler, ctypes.byref(array))
         # The grammar sampler masks rejected candidates in place (logit = -inf).

@@ -6,7 +6,9 @@ a real language model's (good enough for ICRALM ranking and for exercising
 every part of reag), but as a judge it gives no signal.
 
 Every llama.cpp call runs in a worker thread (``asyncio.to_thread``) under the
-engine's lock, so the event loop keeps serving while the model computes.
+engine's lock, so the event loop keeps serving while the model computes. The
+engine keeps several prompts cached side by side (``REAG_LLM_LOCAL_SLOTS``);
+see ``reag.llm.llama_engine`` and ``reag.llm.kv_slots``.
 """
 
 from __future__ import annotations
@@ -134,10 +136,15 @@ class LocalProvider:
         *,
         n_samples: int = 5,
     ) -> list[LabelProbs]:
-        """All prompts back to back under one lock hold, so their shared prefix stays cached."""
+        """All prompts back to back as one group of the engine (one annotator group).
+
+        Nothing else runs between them, and the group's prompts spread over the
+        engine's KV-cache slots, so each annotator's prefix is still cached when
+        the next group asks for it.
+        """
 
         def run() -> list[LabelProbs]:
-            with self.engine.lock:
+            with self.engine.group():
                 return [self._label_probs_sync(p, labels) for p in prompts]
 
         return await asyncio.to_thread(run)

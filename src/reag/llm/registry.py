@@ -24,7 +24,7 @@ from reag.llm.settings import LLMSettings
 PROVIDERS = ("openai", "gemini", "local")
 
 _lock = threading.Lock()
-_engines: dict[tuple[Path, int, int | None, int], LlamaEngine] = {}
+_engines: dict[tuple[Path, int, int, int | None, int], LlamaEngine] = {}
 _limiters: dict[str, ConcurrencyLimiter] = {}
 _prices: dict[Path | None, PriceTable] = {}
 
@@ -55,6 +55,7 @@ def local_engine(settings: LLMSettings) -> LlamaEngine:
     key = (
         settings.local_model_path,
         settings.local_context,
+        settings.local_slots,
         settings.local_threads,
         settings.local_block,
     )
@@ -65,6 +66,7 @@ def local_engine(settings: LLMSettings) -> LlamaEngine:
             engine = LlamaEngine(
                 path,
                 n_ctx=settings.local_context,
+                slots=settings.local_slots,
                 n_threads=settings.local_threads,
                 block=settings.local_block,
             )

@@ -5,8 +5,11 @@ machine with few cores, contention; ``reag llm serve`` loads it once and the
 services reach it with ``REAG_LLM_LOCAL_URL``. The server does no accounting
 (clients price and count what they asked for); it only runs the provider.
 An annotator group arrives as one ``/v1/label_probs_many`` request and is run
-under one hold of the model's lock, so requests from other services cannot
-slip in between and evict the group's shared prefix from the KV cache.
+as one group of the engine, under one hold of the model's lock: requests from
+other services cannot slip in between, and the group's prompts spread over
+the KV-cache slots, where each annotator's prefix stays cached for the next
+group while the other services' one-off prompts take the slot that is
+reused least.
 """
 
 from __future__ import annotations

@@ -68,7 +68,21 @@ class LLMSettings(BaseSettings):
     local_context: int = Field(
         default=4096,
         ge=256,
-        description="Context window (tokens) of the local model.",
+        description=(
+            "Context window (tokens) of each KV-cache slot of the local model: the longest "
+            "prompt plus generation one request may have."
+        ),
+    )
+    local_slots: int = Field(
+        default=6,
+        ge=1,
+        le=64,
+        description=(
+            "Token sequences the local model keeps cached side by side. Five hold the "
+            "simulated annotators' prompt prefixes from one judgement to the next, one "
+            "serves other prompts. KV memory grows with slots x context: about 18 KB per "
+            "token for Gemma 3 270M (6 x 4096 tokens: 432 MiB)."
+        ),
     )
     local_block: int = Field(
         default=32,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -242,7 +242,8 @@ async def test_top_k_grammar_sampling_equals_full_vocabulary_grammar_sampling(
     schema = Verdict.model_json_schema()
     fast = engine.generate(ids, max_tokens=40, temperature=0.0, seed=1, json_schema=schema)
     with engine.lock:
-        sampler = LlamaSampler()  # type: ignore[no-untyped-call]
+        sampler_type: Any = LlamaSampler  # llama-cpp-python's wrappers are untyped
+        sampler = sampler_type()
         sampler.add_grammar(
             engine._model, LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
         )
