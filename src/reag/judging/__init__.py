@@ -15,7 +15,7 @@ from reag.judging.exemplars import (
     draw_annotator_sets,
 )
 from reag.judging.judge import JudgeConfig, Judgement, TierJudge, aggregate
-from reag.judging.prompt import PROMPT_VERSION, annotator_prompts, shared_prefix
+from reag.judging.prompt import PROMPT_VERSION, annotator_prefix, annotator_prompts, case_part
 
 __all__ = [
     "LABELS",
@@ -32,11 +32,12 @@ __all__ = [
     "TierJudge",
     "accepts",
     "aggregate",
+    "annotator_prefix",
     "annotator_prompts",
+    "case_part",
     "draw_annotator_sets",
     "next_step",
     "scaled_confidence",
-    "shared_prefix",
     "threshold_key",
     "tier_attempt",
 ]

@@ -126,6 +126,12 @@ class TierJudge:
     ``prompt_version`` names everything that shapes the prompts besides the
     case itself (template, N, K, seed, the example sets): calibration scores
     are stored under it, so a changed prompt is rescored, never mixed up.
+
+    The N prompts go out as one ``label_probs_many`` group. Each starts with
+    its annotator's instructions and examples, the same for every criterion
+    of the app, so the local model, which keeps one KV-cache slot per
+    annotator, evaluates only the case part of each prompt once its slots
+    are warm.
     """
 
     def __init__(

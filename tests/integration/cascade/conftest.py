@@ -1,7 +1,7 @@
 """The judge cascade in-process over a real broker, with scripted label probabilities.
 
 The judges' provider is a ``FakeProvider`` whose P(YES) is read from a marker
-in the case's response (the first fenced response of the prompt): these tests
+in the case's response (the fenced response after the case heading): these tests
 exercise routing, thresholds and the review loop, not judging quality.
 """
 
@@ -36,7 +36,9 @@ from services.kit.topology import THRESHOLDS
 
 M = TypeVar("M", bound=Message)
 APP = "nutrition"
-_CASE_RESPONSE = re.compile(rf"<{RESPONSE_TAG}>\n(.*?)\n</{RESPONSE_TAG}>", re.DOTALL)
+_CASE_RESPONSE = re.compile(
+    rf"## Case under test\n.*?<{RESPONSE_TAG}>\n(.*?)\n</{RESPONSE_TAG}>", re.DOTALL
+)
 # P(YES) each annotator gives when the case's response carries the marker.
 MARKERS = {"SURE-YES": 0.99, "SURE-NO": 0.01, "FAIRLY-SURE": 0.8, "UNSURE": 0.6}
 

@@ -1,8 +1,9 @@
 """A synthetic labelled set and a scripted judge whose confidence the test controls.
 
-The scripted provider reads the case's response (the first fenced response
-in the prompt, before any example) and answers from a marker in it, so the
-tests decide which items a tier is sure about. Mechanics only: no model.
+The scripted provider reads the case's response (the fenced response after
+the case heading, which follows the examples) and answers from a marker in
+it, so the tests decide which items a tier is sure about. Mechanics only: no
+model.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from pathlib import Path
 from reag.judging.prompt import RESPONSE_TAG
 from reag.llm.base import Message
 
-_FIRST_RESPONSE = re.compile(rf"<{RESPONSE_TAG}>\n(.*?)\n</{RESPONSE_TAG}>", re.DOTALL)
+_CASE_RESPONSE = re.compile(
+    rf"## Case under test\n.*?<{RESPONSE_TAG}>\n(.*?)\n</{RESPONSE_TAG}>", re.DOTALL
+)
 
 
 def case_response(prompt: str | Sequence[Message]) -> str:
     text = prompt if isinstance(prompt, str) else " ".join(m.content for m in prompt)
-    match = _FIRST_RESPONSE.search(text)
+    match = _CASE_RESPONSE.search(text)
     assert match, "no fenced response in the judge prompt"
     return match.group(1)
 

@@ -126,4 +126,4 @@ async def test_a_judge_asks_each_annotator_once_and_excludes_the_judged_item() -
     assert j.verdict == "YES"
     assert j.confidence == pytest.approx(0.9)
     assert all(victim.actual_response not in p for p in seen)
-    assert judge.prompt_version.startswith("judge-prompt-v2/n5k3s0/")
+    assert judge.prompt_version.startswith("judge-prompt-v3/n5k3s0/")
