@@ -60,7 +60,7 @@ class PromptLimits:
 
 DEFAULT_LIMITS = PromptLimits()
 
-_INSTRUCTIONS = """\
+_INSTRUCTIONS_TEMPLATE = """\
 You are an acceptance tester of an LLM application. Decide whether the application's \
 response satisfies ONE pass/fail criterion, judged from the point of view of the user's \
 persona and the requirements quoted as evidence.
@@ -74,6 +74,9 @@ if the response gives no way to tell.
 - The examples below were judged by domain experts; use them to calibrate how strictly \
 to apply criteria, then judge the case under test that follows them.
 """
+
+
+INSTRUCTIONS = _INSTRUCTIONS_TEMPLATE.format(query=QUERY_TAG, response=RESPONSE_TAG)
 
 
 def neutralise(text: str) -> str:
@@ -121,32 +124,19 @@ def _example_block(index: int, example: LabelledExample, limits: PromptLimits) -
     return "\n".join(lines) + "\n"
 
 
-def annotator_prefix(
+def examples_section(
     examples: Sequence[LabelledExample], limits: PromptLimits = DEFAULT_LIMITS
 ) -> str:
-    """Instructions and one annotator's examples: the same for every case the annotator judges."""
+    """One annotator's examples under their heading."""
     if not examples:
         blocks = ["(no expert examples available yet)\n"]
     else:
         blocks = [_example_block(i, e, limits) for i, e in enumerate(examples, start=1)]
-    header = [
-        _INSTRUCTIONS.format(query=QUERY_TAG, response=RESPONSE_TAG),
-        "## Examples judged by domain experts",
-        "",
-    ]
-    return "\n".join(header) + "\n".join(blocks) + "\n"
+    return "## Examples judged by domain experts\n" + "\n".join(blocks)
 
 
-VERDICT_QUESTION = (
-    "## Your verdict\n"
-    "Does the application response of the case under test satisfy its criterion? "
-    "Answer YES or NO.\n"
-    "Verdict:"
-)
-
-
-def case_part(request: pb.JudgeRequest, limits: PromptLimits = DEFAULT_LIMITS) -> str:
-    """The case under test and the verdict question: the same for every annotator."""
+def case_section(request: pb.JudgeRequest, limits: PromptLimits = DEFAULT_LIMITS) -> str:
+    """The case under test under its heading, without the question."""
     lines = [
         "## Case under test",
         f"Application: {request.meta.app or 'unspecified'}",
@@ -164,10 +154,28 @@ def case_part(request: pb.JudgeRequest, limits: PromptLimits = DEFAULT_LIMITS) -
         delimit(QUERY_TAG, request.query, limits.case_query_chars),
         "Application response:",
         delimit(RESPONSE_TAG, request.actual_response, limits.case_response_chars),
-        "",
-        VERDICT_QUESTION,
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
+
+
+VERDICT_QUESTION = (
+    "## Your verdict\n"
+    "Does the application response of the case under test satisfy its criterion? "
+    "Answer YES or NO.\n"
+    "Verdict:"
+)
+
+
+def annotator_prefix(
+    examples: Sequence[LabelledExample], limits: PromptLimits = DEFAULT_LIMITS
+) -> str:
+    """Instructions and one annotator's examples: the same for every case the annotator judges."""
+    return INSTRUCTIONS + "\n" + examples_section(examples, limits) + "\n"
+
+
+def case_part(request: pb.JudgeRequest, limits: PromptLimits = DEFAULT_LIMITS) -> str:
+    """The case under test and the verdict question: the same for every annotator."""
+    return case_section(request, limits) + "\n" + VERDICT_QUESTION
 
 
 def annotator_prompts(
