@@ -9,7 +9,14 @@ Prints, measured side by side in one run:
   five calls from scratch, interleaved repetition by repetition; the ratio of
   the group to one call (goal: at most 1.5);
 - the same single call and group through the model server (``reag llm serve``
-  in a child process, over HTTP on localhost) against in process.
+  in a child process, over HTTP on localhost) against in process;
+- the annotator group on the real judge prompt: N=5 annotators judging items
+  of the example app's labelled set (``examples/nutrition/calibration.jsonl``,
+  annotator sets drawn and pinned by the calibration store in a temporary
+  state directory), in the previous layout (case first, each annotator's
+  examples after) on a one-slot engine against the current layout (each
+  annotator's examples first, the case after) on the multi-slot engine, item
+  by item in alternating order; tokens evaluated and seconds per judgement.
 
 Every repetition uses a prompt that differs from the others in its first
 sentence, so nothing is reused across repetitions and in-process and served
@@ -25,23 +32,37 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import httpx
 
+from reag.calibration.labelled import read_labelled
+from reag.calibration.store import CalibrationItem, CalibrationStore
+from reag.judging import prompt as judge_prompt
+from reag.judging.exemplars import AnnotatorSets, LabelledExample
+from reag.judging.settings import CascadeSettings
 from reag.llm import Caller, LLMClient, LLMSettings, Message
+from reag.llm.llama_engine import LlamaEngine
 from reag.llm.local import LocalProvider
 from reag.llm.registry import make_client
+from reag.settings import ReagSettings
 from reag.stack.tansu import free_port
+from reag.v1 import events_pb2 as pb
 
 LABELS = ["YES", "NO"]
 N_ANNOTATORS = 5
 TARGET_PROMPT_TOKENS = 400
 REPS_SINGLE = 10
 REPS_GROUP = 8
+EXAMPLE_SET = (
+    Path(__file__).resolve().parent.parent / "examples" / "nutrition" / "calibration.jsonl"
+)
+JUDGE_ITEMS = 10
 
 INSTRUCTIONS = (
     "You are an acceptance tester for a nutrition assistant. Decide whether the assistant's "
@@ -182,6 +203,113 @@ async def side_by_side(
     )
 
 
+def rss_mib() -> float:
+    """Resident memory of this process (Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def previous_layout(
+    request: pb.JudgeRequest, sets: Sequence[Sequence[LabelledExample]]
+) -> list[str]:
+    """judge-prompt-v2's order of the same sections: the case first, then each annotator's
+    examples and the question."""
+    shared = judge_prompt.INSTRUCTIONS + "\n" + judge_prompt.case_section(request) + "\n"
+    return [
+        shared + judge_prompt.examples_section(own) + "\n" + judge_prompt.VERDICT_QUESTION
+        for own in sets
+    ]
+
+
+@dataclass
+class Judgements:
+    """Tokens evaluated (not served from the cache) and wall seconds, one entry per judgement."""
+
+    tokens: list[int]
+    seconds: list[float]
+
+    def add(self, tokens: int, seconds: float) -> None:
+        self.tokens.append(tokens)
+        self.seconds.append(seconds)
+
+    def line(self) -> str:
+        return (
+            f"tokens mean {statistics.mean(self.tokens):6.0f} (min {min(self.tokens)}, "
+            f"max {max(self.tokens)})  seconds p50 {statistics.median(self.seconds):5.2f}, "
+            f"mean {statistics.mean(self.seconds):5.2f}  (n={len(self.tokens)})"
+        )
+
+
+async def judgement(client: LLMClient, prompts: Sequence[str]) -> tuple[int, float]:
+    """One annotator group, as ``TierJudge.judge`` sends it: tokens evaluated and seconds."""
+    started = time.perf_counter()
+    results = await client.label_probs_many(list(prompts), LABELS)
+    seconds = time.perf_counter() - started
+    return sum(r.usage.prompt_tokens - r.usage.cached_tokens for r in results), seconds
+
+
+def example_app() -> tuple[AnnotatorSets, list[CalibrationItem], CascadeSettings]:
+    """The example app's pinned annotator sets and items that are not among their examples."""
+    cascade = CascadeSettings()
+    with tempfile.TemporaryDirectory(prefix="reag-bench-") as state:
+        dsn = ReagSettings(state_dir=Path(state), store_dsn=None).resolved_store_dsn()
+        store = CalibrationStore.open(dsn)
+        items = read_labelled(EXAMPLE_SET)
+        app = items[0].app
+        store.add_items(items)
+        sets = store.annotator_sets(app, cascade.annotators, cascade.examples, cascade.seed)
+        cases = [i for i in store.items(app) if i.item_id not in sets.item_ids]
+    return sets, cases[: JUDGE_ITEMS + 1], cascade
+
+
+async def judge_prompt_layouts(current: LLMClient, settings: LLMSettings) -> None:
+    """Previous layout on one slot against the current layout on the engine's slots."""
+    assert isinstance(current.provider, LocalProvider)
+    engine = current.provider.engine
+    sets, cases, cascade = example_app()
+    one_slot = LlamaEngine(
+        engine.model_path,
+        n_ctx=settings.local_context,
+        slots=1,
+        n_threads=settings.local_threads,
+        block=engine.block,
+    )
+    previous = LLMClient(LocalProvider(one_slot), Caller("bench"))
+    engine.reset()
+    old, new = Judgements([], []), Judgements([], [])
+    cold: dict[str, int] = {}
+    try:
+        for n, item in enumerate(cases):
+            runs = [
+                ("previous", previous, previous_layout(item.request, sets.sets), old),
+                ("current", current, judge_prompt.annotator_prompts(item.request, sets.sets), new),
+            ]
+            for name, client, prompts, into in runs if n % 2 == 0 else runs[::-1]:
+                tokens, seconds = await judgement(client, prompts)
+                if n == 0:
+                    cold[name] = tokens
+                else:
+                    into.add(tokens, seconds)
+    finally:
+        one_slot.close()
+    print(
+        f"annotator group on the judge prompt: {EXAMPLE_SET.parent.name} example app, "
+        f"N={sets.n_annotators}, K={cascade.examples}, {len(cases) - 1} items not among the "
+        "annotators' examples (after one cold judgement per layout)"
+    )
+    print(f"previous layout (case first), 1 slot:         {old.line()}")
+    print(f"current layout (examples first), {engine.n_slots} slots:  {new.line()}")
+    token_ratio = statistics.mean(old.tokens) / statistics.mean(new.tokens)
+    time_ratio = statistics.median(old.seconds) / statistics.median(new.seconds)
+    print(
+        f"previous / current: tokens {token_ratio:.2f}x, seconds (p50) {time_ratio:.2f}x; "
+        f"cold first judgement: previous {cold['previous']} tokens, current {cold['current']}",
+        flush=True,
+    )
+
+
 def start_server(port: int) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "REAG_LLM_LOCAL_URL"}
     proc = subprocess.Popen(
@@ -214,7 +342,8 @@ async def bench() -> None:
     print(
         f"model load {time.perf_counter() - started:.1f} s; llama.cpp on {os.cpu_count()} "
         f"cores, threads={settings.local_threads or os.cpu_count()}, block={engine.block}, "
-        f"context={engine.n_ctx}; load average {load_before[0]:.1f}",
+        f"{engine.n_slots} KV-cache slots of {engine.n_ctx} tokens; process RSS "
+        f"{rss_mib():.0f} MiB; load average {load_before[0]:.1f}",
         flush=True,
     )
 
@@ -260,6 +389,9 @@ async def bench() -> None:
         f"model server, {N_ANNOTATORS} annotators: {remote_group}   "
         f"({remote_group.p50 - local_group.p50:+.3f} s p50)"
     )
+    print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
+
+    await judge_prompt_layouts(client, settings)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
