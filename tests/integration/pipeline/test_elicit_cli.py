@@ -21,6 +21,7 @@ import typer
 import uvicorn
 from typer.testing import CliRunner
 
+from reag.apps import load_app
 from reag.cli.elicit import register
 from reag.corpus.model import Document
 from reag.corpus.store import CorpusStore
@@ -114,7 +115,10 @@ def test_elicit_probes_the_app_and_publishes_synthetic_traffic(
     sent = app_provider.calls[0].payload[-1].content
     assert sent.startswith("PROFILE:\nAna, 61, on dialysis")
     assert "\nLABEL:\n" in sent
-    assert "QUESTION:\ncan i have this?" in sent
+    # The real seed query is sent as it is; the agent wrote only profile and situation.
+    seeds = load_app(MANIFEST).load_seed_queries()
+    assert any(f"QUESTION:\n{seed.text}" in sent for seed in seeds)
+    assert "can i have this?" not in sent
 
     values = asyncio.run(reader(topic, lambda got: len(got) >= 3, 30))
     events = [pb.Traffic.FromString(v) for v in values]
