@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from aiokafka import AIOKafkaConsumer, TopicPartition  # type: ignore[import-untyped]
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from reag.v1 import events_pb2 as pb
 from services.kit.admin import client_options

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
@@ -13,20 +15,24 @@ from services.kit.topology import TOPICS
 def client_options(kafka: KafkaSettings) -> dict[str, object]:
     """Connection keyword arguments for any aiokafka client (admin, consumer, producer)."""
     security = security_for(kafka)
-    kwargs: dict[str, object] = {"bootstrap_servers": kafka.bootstrap_servers,
-                                 "security_protocol": kafka.security_protocol}
+    kwargs: dict[str, object] = {
+        "bootstrap_servers": kafka.bootstrap_servers,
+        "security_protocol": kafka.security_protocol,
+    }
     if security is not None and security.ssl_context is not None:
         kwargs["ssl_context"] = security.ssl_context
     if kafka.security_protocol.startswith("SASL"):
         assert kafka.sasl_password is not None
-        kwargs |= {"sasl_mechanism": kafka.sasl_mechanism,
-                   "sasl_plain_username": kafka.sasl_username,
-                   "sasl_plain_password": kafka.sasl_password.get_secret_value()}
+        kwargs |= {
+            "sasl_mechanism": kafka.sasl_mechanism,
+            "sasl_plain_username": kafka.sasl_username,
+            "sasl_plain_password": kafka.sasl_password.get_secret_value(),
+        }
     return kwargs
 
 
 def _admin(kafka: KafkaSettings) -> AIOKafkaAdminClient:
-    return AIOKafkaAdminClient(**client_options(kafka))  # type: ignore[arg-type]
+    return AIOKafkaAdminClient(**client_options(kafka))
 
 
 async def ensure_topics(kafka: KafkaSettings, suffix: str = "") -> list[str]:
@@ -40,17 +46,18 @@ async def ensure_topics(kafka: KafkaSettings, suffix: str = "") -> list[str]:
         existing = set(await admin.list_topics())
         wanted = [
             NewTopic(
-                spec.name + suffix, num_partitions=kafka.partitions,
+                spec.name + suffix,
+                num_partitions=kafka.partitions,
                 replication_factor=kafka.replication_factor,
                 topic_configs={"cleanup.policy": "compact"} if spec.compacted else {},
             )
-            for spec in TOPICS if spec.name + suffix not in existing
+            for spec in TOPICS
+            if spec.name + suffix not in existing
         ]
         if wanted:
-            try:
+            # Another process may create them between list and create.
+            with contextlib.suppress(TopicAlreadyExistsError):
                 await admin.create_topics(wanted)
-            except TopicAlreadyExistsError:
-                pass  # another process created them between list and create
         return [t.name for t in wanted]
     finally:
         await admin.close()

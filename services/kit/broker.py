@@ -21,12 +21,19 @@ def security_for(kafka: KafkaSettings) -> BaseSecurity | None:
     context = kafka.ssl_context()
     if not kafka.security_protocol.startswith("SASL"):
         return BaseSecurity(ssl_context=context) if context else None
-    assert kafka.sasl_username and kafka.sasl_password  # checked by KafkaSettings
+    # KafkaSettings checked that SASL comes with credentials.
+    assert kafka.sasl_username
+    assert kafka.sasl_password
     password = kafka.sasl_password.get_secret_value()
-    cls = {"PLAIN": SASLPlaintext, "SCRAM-SHA-256": SASLScram256,
-           "SCRAM-SHA-512": SASLScram512}[kafka.sasl_mechanism]
-    return cls(kafka.sasl_username, password, ssl_context=context,
-               use_ssl=kafka.security_protocol == "SASL_SSL")
+    cls = {"PLAIN": SASLPlaintext, "SCRAM-SHA-256": SASLScram256, "SCRAM-SHA-512": SASLScram512}[
+        kafka.sasl_mechanism
+    ]
+    return cls(
+        kafka.sasl_username,
+        password,
+        ssl_context=context,
+        use_ssl=kafka.security_protocol == "SASL_SSL",
+    )
 
 
 def make_broker(
@@ -46,7 +53,8 @@ def make_broker(
         max_request_size=max(kafka.max_event_bytes * 2, 1_048_576),
         middlewares=(
             KafkaTelemetryMiddleware(tracer_provider=tracer_provider),
-            KafkaPrometheusMiddleware(registry=registry, app_name=service,
-                                      metrics_prefix="reag_faststream"),
+            KafkaPrometheusMiddleware(
+                registry=registry, app_name=service, metrics_prefix="reag_faststream"
+            ),
         ),
     )

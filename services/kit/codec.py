@@ -54,8 +54,7 @@ def decode_event(value: bytes | None, event_type: type[M], *, max_bytes: int) ->
     if len(value) > max_bytes:
         raise BadEventError(
             "oversized",
-            f"{len(value)} bytes exceeds the {max_bytes}-byte limit "
-            "(REAG_KAFKA__MAX_EVENT_BYTES)",
+            f"{len(value)} bytes exceeds the {max_bytes}-byte limit (REAG_KAFKA__MAX_EVENT_BYTES)",
         )
     event = event_type()
     try:

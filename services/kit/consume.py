@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from faststream import AckPolicy
 from faststream.kafka import KafkaMessage, KafkaRouter
@@ -92,7 +92,7 @@ def _observe_lag(msg: KafkaMessage, service: str) -> None:
     is exact when messages flow and stale only while the service is idle
     (when lag is zero anyway) or stuck (which liveness probes catch).
     """
-    record = msg.raw_message
+    record: Any = msg.raw_message
     consumer = getattr(msg, "consumer", None)
     highwater = getattr(consumer, "highwater", None)
     if highwater is None:
@@ -119,7 +119,7 @@ def consume(
     app_known: AppCheck | None = None,
     group_id: str | None = None,
     broadcast: bool = False,
-    auto_offset_reset: str = "earliest",
+    auto_offset_reset: Literal["latest", "earliest", "none"] = "earliest",
     max_poll_interval_ms: int = 1_800_000,
 ) -> Callable[[Handler[M]], Handler[M]]:
     """Register ``handler`` as ``spec``'s consumer of ``topic`` on ``router``.
@@ -145,25 +145,35 @@ def consume(
             record: Any, error_type: str, reason: str, extra: dict[str, str]
         ) -> None:
             letter = pb.DeadLetter(
-                service=spec.name, topic=record.topic, partition=record.partition,
-                offset=record.offset, key=record.key or b"", value=record.value or b"",
+                service=spec.name,
+                topic=record.topic,
+                partition=record.partition,
+                offset=record.offset,
+                key=record.key or b"",
+                value=record.value or b"",
                 headers={k: v.decode("utf-8", "replace") for k, v in (record.headers or ())},
-                reason=reason, error_type=error_type,
+                reason=reason,
+                error_type=error_type,
             )
             letter.failed_at.CopyFrom(Timestamp())
             letter.failed_at.GetCurrentTime()
             await publishers[DLQ].publish(
-                letter.SerializeToString(), key=record.key or None,
+                letter.SerializeToString(),
+                key=record.key or None,
                 headers={"content-type": CONTENT_TYPE, "x-reag-type": "DeadLetter", **extra},
             )
             metrics.DEAD_LETTERS.labels(spec.name, record.topic, error_type).inc()
             log.warning(
-                "dead-lettered %s[%d]@%d: %s (%s)", record.topic, record.partition,
-                record.offset, error_type, reason,
+                "dead-lettered %s[%d]@%d: %s (%s)",
+                record.topic,
+                record.partition,
+                record.offset,
+                error_type,
+                reason,
             )
 
         async def on_message(msg: KafkaMessage) -> None:
-            record = msg.raw_message
+            record: Any = msg.raw_message
             metrics.EVENTS_CONSUMED.labels(spec.name, topic).inc()
             try:
                 await process(record)
@@ -182,33 +192,44 @@ def consume(
                         f"`reag corpus add PATH... --app {app}`",
                     )
                 outputs = _outputs(await handler(event))
-            except Exception as exc:  # noqa: BLE001 - every failure becomes a dead letter
+            except Exception as exc:  # every failure becomes a dead letter
                 error_type, reason, extra = _classify(exc)
                 if error_type == "processing_error":
-                    log.exception("%s failed on %s[%d]@%d", spec.name, record.topic,
-                                  record.partition, record.offset)
+                    log.exception(
+                        "%s failed on %s[%d]@%d",
+                        spec.name,
+                        record.topic,
+                        record.partition,
+                        record.offset,
+                    )
                 await dead_letter(record, error_type, reason, extra)
                 return
             undeclared = [e.topic for e in outputs if not spec.may_publish(e.topic)]
             if undeclared:
                 await dead_letter(
-                    record, "processing_error",
+                    record,
+                    "processing_error",
                     f"{spec.name} tried to publish to undeclared topic(s) {undeclared}; "
-                    "declare them in services/kit/topology.py", {},
+                    "declare them in services/kit/topology.py",
+                    {},
                 )
                 return
             for emit in outputs:
                 await publishers[emit.topic].publish(
-                    emit.message.SerializeToString(), key=emit.key.encode(),
-                    headers={"content-type": CONTENT_TYPE,
-                             "x-reag-type": type(emit.message).__name__},
+                    emit.message.SerializeToString(),
+                    key=emit.key.encode(),
+                    headers={
+                        "content-type": CONTENT_TYPE,
+                        "x-reag-type": type(emit.message).__name__,
+                    },
                 )
                 metrics.EVENTS_PUBLISHED.labels(spec.name, emit.topic).inc()
             metrics.STAGE_LATENCY.labels(spec.name).observe(time.perf_counter() - started)
 
         on_message.__name__ = f"{spec.name}_{handler.__name__}"
         router.subscriber(
-            topic, group_id=None if broadcast else (group_id or f"{spec.name}-{topic}"),
+            topic,
+            group_id=None if broadcast else (group_id or f"{spec.name}-{topic}"),
             auto_offset_reset=auto_offset_reset,
             max_poll_interval_ms=max_poll_interval_ms,
             ack_policy=AckPolicy.MANUAL if broadcast else AckPolicy.NACK_ON_ERROR,

@@ -37,11 +37,13 @@ class KafkaSettings(BaseModel):
         default=False,
         description=(
             "Kafka idempotent producer. Off by default: the embedded Tansu broker does not "
-            "implement InitProducerId. Downstream dedup by key makes duplicates harmless either way."
+            "implement InitProducerId. Downstream dedup by key makes duplicates harmless "
+            "either way."
         ),
     )
     max_event_bytes: int = Field(
-        default=1_048_576, ge=1024,
+        default=1_048_576,
+        ge=1024,
         description="Events larger than this are dead-lettered as oversized, never processed.",
     )
 

@@ -74,7 +74,8 @@ def suffixed(spec: ServiceSpec, suffix: str) -> ServiceSpec:
 def _judge(tier: int) -> ServiceSpec:
     escalate = JUDGE_TIER[tier + 1] if tier < N_TIERS else ABSTAINS
     return ServiceSpec(
-        f"judge-tier{tier}", consumes=(JUDGE_TIER[tier], THRESHOLDS),
+        f"judge-tier{tier}",
+        consumes=(JUDGE_TIER[tier], THRESHOLDS),
         produces=(VERDICTS, escalate),
     )
 
@@ -86,9 +87,7 @@ SERVICES: dict[str, ServiceSpec] = {
         ServiceSpec("retriever", consumes=(INTENTIONS,), produces=(INTERPRETATIONS,)),
         ServiceSpec("oracle", consumes=(INTERPRETATIONS,), produces=(ORACLES, JUDGE_TIER[1])),
         *(_judge(tier) for tier in JUDGE_TIER),
-        ServiceSpec(
-            "ledger", consumes=(ORACLES, VERDICTS, ABSTAINS, REVIEWS), produces=(RESULTS,)
-        ),
+        ServiceSpec("ledger", consumes=(ORACLES, VERDICTS, ABSTAINS, REVIEWS), produces=(RESULTS,)),
         ServiceSpec("calibrator", consumes=(REVIEWS,), produces=(THRESHOLDS,)),
     )
 }

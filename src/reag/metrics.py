@@ -15,98 +15,132 @@ _USD_BUCKETS = (1e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 
 
 # --- LLM layer: every call, priced -------------------------------------------
 LLM_CALLS = Counter(
-    "reag_llm_calls_total", "LLM calls made, by outcome (ok, error, refused_budget).",
+    "reag_llm_calls_total",
+    "LLM calls made, by outcome (ok, error, refused_budget).",
     ["model", "service", "tier", "kind", "outcome"],
 )
 LLM_TOKENS = Counter(
-    "reag_llm_tokens_total", "Tokens billed, by type (prompt, completion, cached).",
+    "reag_llm_tokens_total",
+    "Tokens billed, by type (prompt, completion, cached).",
     ["model", "service", "tier", "type"],
 )
 LLM_COST = Counter(
-    "reag_llm_cost_usd_total", "USD spent on LLM calls, from the price table.",
+    "reag_llm_cost_usd_total",
+    "USD spent on LLM calls, from the price table.",
     ["model", "service", "tier"],
 )
 LLM_CALL_COST = Histogram(
-    "reag_llm_call_cost_usd", "USD per LLM call.", ["model", "service", "tier"],
+    "reag_llm_call_cost_usd",
+    "USD per LLM call.",
+    ["model", "service", "tier"],
     buckets=_USD_BUCKETS,
 )
 LLM_LATENCY = Histogram(
-    "reag_llm_call_seconds", "Wall time of one LLM call, retries included.",
-    ["model", "service", "tier", "kind"], buckets=_LATENCY_BUCKETS,
+    "reag_llm_call_seconds",
+    "Wall time of one LLM call, retries included.",
+    ["model", "service", "tier", "kind"],
+    buckets=_LATENCY_BUCKETS,
 )
 LLM_RETRIES = Counter(
-    "reag_llm_retries_total", "Retries of transient LLM errors, by reason.",
+    "reag_llm_retries_total",
+    "Retries of transient LLM errors, by reason.",
     ["model", "reason"],
 )
 LLM_BUDGET_REMAINING = Gauge(
-    "reag_llm_budget_remaining_usd", "Spend budget left before calls are refused.",
+    "reag_llm_budget_remaining_usd",
+    "Spend budget left before calls are refused.",
     ["service"],
 )
 
 # --- Pipeline plumbing ---------------------------------------------------------
 EVENTS_CONSUMED = Counter(
-    "reag_events_consumed_total", "Events a service took from a topic.", ["service", "topic"],
+    "reag_events_consumed_total",
+    "Events a service took from a topic.",
+    ["service", "topic"],
 )
 EVENTS_PUBLISHED = Counter(
-    "reag_events_published_total", "Events a service published.", ["service", "topic"],
+    "reag_events_published_total",
+    "Events a service published.",
+    ["service", "topic"],
 )
 DEAD_LETTERS = Counter(
-    "reag_dead_letters_total", "Events sent to reag.dlq.v1, by reason.",
+    "reag_dead_letters_total",
+    "Events sent to reag.dlq.v1, by reason.",
     ["service", "topic", "error_type"],
 )
 STAGE_LATENCY = Histogram(
-    "reag_stage_seconds", "Time a service spends on one event.", ["service"],
+    "reag_stage_seconds",
+    "Time a service spends on one event.",
+    ["service"],
     buckets=_LATENCY_BUCKETS,
 )
 CONSUMER_LAG = Gauge(
-    "reag_consumer_lag_messages", "Messages behind the partition's high watermark.",
+    "reag_consumer_lag_messages",
+    "Messages behind the partition's high watermark.",
     ["service", "topic", "partition"],
 )
 
 # --- Retrieval and oracles -------------------------------------------------------
 RETRIEVAL_K = Histogram(
-    "reag_retrieval_k", "Documents kept by adaptive k (before the buffer).", ["app"],
+    "reag_retrieval_k",
+    "Documents kept by adaptive k (before the buffer).",
+    ["app"],
     buckets=(1, 2, 3, 4, 5, 6, 8, 10, 15, 20),
 )
 ORACLE_CRITERIA = Histogram(
-    "reag_oracle_criteria", "Pass/fail criteria per oracle.", ["app"],
+    "reag_oracle_criteria",
+    "Pass/fail criteria per oracle.",
+    ["app"],
     buckets=(1, 2, 3, 4, 5, 6, 8, 10, 15),
 )
 
 # --- Judge cascade ---------------------------------------------------------------
 JUDGE_REQUESTS = Counter(
-    "reag_judge_requests_total", "Criteria a judge tier received.", ["tier", "app"],
+    "reag_judge_requests_total",
+    "Criteria a judge tier received.",
+    ["tier", "app"],
 )
 JUDGE_DECISIONS = Counter(
-    "reag_judge_decisions_total", "What a tier did: accepted, escalated or abstained.",
+    "reag_judge_decisions_total",
+    "What a tier did: accepted, escalated or abstained.",
     ["tier", "app", "decision"],
 )
 JUDGE_VERDICTS = Counter(
-    "reag_judge_verdicts_total", "Accepted verdicts by label (the verdict mix).",
+    "reag_judge_verdicts_total",
+    "Accepted verdicts by label (the verdict mix).",
     ["tier", "app", "label"],
 )
 JUDGE_CONFIDENCE = Histogram(
-    "reag_judge_confidence", "Simulated-annotator confidence per criterion.", ["tier"],
+    "reag_judge_confidence",
+    "Simulated-annotator confidence per criterion.",
+    ["tier"],
     buckets=(0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.975, 0.99, 0.999, 1.0),
 )
 JUDGE_COST = Counter(
-    "reag_judge_cost_usd_total", "USD a tier spent judging (all annotator calls).", ["tier"],
+    "reag_judge_cost_usd_total",
+    "USD a tier spent judging (all annotator calls).",
+    ["tier"],
 )
 JUDGE_LATENCY = Histogram(
-    "reag_judge_seconds", "Time a tier spends on one criterion.", ["tier"],
+    "reag_judge_seconds",
+    "Time a tier spends on one criterion.",
+    ["tier"],
     buckets=_LATENCY_BUCKETS,
 )
 CRITERION_COST = Histogram(
     "reag_criterion_cost_usd",
     "Cumulative USD per criterion when it leaves the cascade, every tier it passed charged.",
-    ["outcome"], buckets=_USD_BUCKETS,
+    ["outcome"],
+    buckets=_USD_BUCKETS,
 )
 JUDGE_THRESHOLD = Gauge(
-    "reag_judge_threshold", "Calibrated λ̂ in force; NaN while the tier has none.",
+    "reag_judge_threshold",
+    "Calibrated λ̂ in force; NaN while the tier has none.",
     ["tier", "app"],
 )
 JUDGE_THRESHOLD_PRESENT = Gauge(
-    "reag_judge_threshold_present", "1 if the tier has a threshold (else it accepts nothing).",
+    "reag_judge_threshold_present",
+    "1 if the tier has a threshold (else it accepts nothing).",
     ["tier", "app"],
 )
 
@@ -119,8 +153,12 @@ REVIEW_AGREEMENT = Counter(
     ["tier", "agreed"],
 )
 CALIBRATION_RUNS = Counter(
-    "reag_calibration_runs_total", "Calibrations run, by trigger (cli, reviews).", ["trigger"],
+    "reag_calibration_runs_total",
+    "Calibrations run, by trigger (cli, reviews).",
+    ["trigger"],
 )
 CALIBRATION_ITEMS = Gauge(
-    "reag_calibration_items", "Labelled items in the calibration store.", ["app"],
+    "reag_calibration_items",
+    "Labelled items in the calibration store.",
+    ["app"],
 )

@@ -15,7 +15,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 class ReagSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="REAG_", env_file=".env", env_file_encoding="utf-8", extra="ignore",
+        env_prefix="REAG_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
         env_nested_delimiter="__",
     )
 

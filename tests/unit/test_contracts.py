@@ -16,17 +16,30 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_generated_stubs_are_fresh(tmp_path: Path) -> None:
     bin_dir = Path(sys.executable).parent
     subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", "-I", "proto",
-         f"--python_out={tmp_path}", f"--grpc_python_out={tmp_path}",
-         f"--mypy_out={tmp_path}", f"--mypy_grpc_out={tmp_path}",
-         *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "proto/reag/v1").glob("*.proto")))],
-        cwd=ROOT, check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            "-I",
+            "proto",
+            f"--python_out={tmp_path}",
+            f"--grpc_python_out={tmp_path}",
+            f"--mypy_out={tmp_path}",
+            f"--mypy_grpc_out={tmp_path}",
+            *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "proto/reag/v1").glob("*.proto"))),
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
         env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
     )
     generated = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*_pb2*"))
     assert generated, "protoc produced nothing"
-    stale = [str(rel) for rel in generated
-             if (tmp_path / rel).read_bytes() != (ROOT / "src" / rel).read_bytes()]
+    stale = [
+        str(rel)
+        for rel in generated
+        if (tmp_path / rel).read_bytes() != (ROOT / "src" / rel).read_bytes()
+    ]
     assert not stale, f"stale stubs, run scripts/gen-proto.sh: {stale}"
 
 

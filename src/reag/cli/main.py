@@ -22,14 +22,14 @@ app = typer.Typer(
 
 # Order is the order of `reag --help`.
 _COMMAND_MODULES = (
-    "reag.cli.stack",      # demo, up, down, status
-    "reag.cli.corpus",     # corpus add/list
-    "reag.cli.elicit",     # elicit
+    "reag.cli.stack",  # demo, up, down, status
+    "reag.cli.corpus",  # corpus add/list
+    "reag.cli.elicit",  # elicit
     "reag.cli.calibrate",  # calibrate, sweep
-    "reag.cli.results",    # results, gate
-    "reag.cli.review",     # review
-    "reag.cli.spec",       # spec draft/eval
-    "reag.cli.llm",        # llm probe/score/serve
+    "reag.cli.results",  # results, gate
+    "reag.cli.review",  # review
+    "reag.cli.spec",  # spec draft/eval
+    "reag.cli.llm",  # llm probe/score/serve
 )
 
 for _name in _COMMAND_MODULES:

@@ -142,7 +142,8 @@ def build_messages(app_summary: str, shot: FewShot, *, paraphrase: bool = False)
                 data_note=DATA_NOTE,
                 n_things="three" if paraphrase else "two",
                 query_rule=_QUERY_RULE if paraphrase else _REAL_QUERY_RULE,
-                keys='"profile", "situation" and "query"' if paraphrase
+                keys='"profile", "situation" and "query"'
+                if paraphrase
                 else '"profile" and "situation"',
             ),
         ),
@@ -216,18 +217,25 @@ class SimulatedUserAgent:
         messages = build_messages(self.app_summary, shot, paraphrase=self.paraphrase)
         if self.paraphrase:
             result = await self.client.structured(
-                messages, SimulatedUserDraft, temperature=SIMULATION_TEMPERATURE,
-                max_tokens=self.max_tokens, seed=seed,
+                messages,
+                SimulatedUserDraft,
+                temperature=SIMULATION_TEMPERATURE,
+                max_tokens=self.max_tokens,
+                seed=seed,
             )
             draft, usage, cost = result.value, result.usage, result.cost_usd
         else:
             kept = await self.client.structured(
-                messages, SimulatedProfileDraft, temperature=SIMULATION_TEMPERATURE,
-                max_tokens=self.max_tokens, seed=seed,
+                messages,
+                SimulatedProfileDraft,
+                temperature=SIMULATION_TEMPERATURE,
+                max_tokens=self.max_tokens,
+                seed=seed,
             )
             # The real query is data, not model output: its length is not the schema's concern.
             draft = SimulatedUserDraft.model_construct(
-                profile=kept.value.profile, situation=kept.value.situation,
+                profile=kept.value.profile,
+                situation=kept.value.situation,
                 query=shot.grounding.text,
             )
             usage, cost = kept.usage, kept.cost_usd

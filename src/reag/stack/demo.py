@@ -95,7 +95,7 @@ def _case_of_dead_letter(letter: pb.DeadLetter) -> str | None:
     message_type = getattr(pb, payload)
     try:
         event = message_type.FromString(letter.value)
-    except Exception:
+    except Exception:  # noqa: BLE001 - undecodable bytes are what a dead letter may hold
         return None
     meta = getattr(event, "meta", None)
     return meta.case_id if meta is not None and meta.case_id else None
@@ -104,7 +104,7 @@ def _case_of_dead_letter(letter: pb.DeadLetter) -> str | None:
 async def _follow_dead_letters(
     bootstrap: str, watches: dict[str, CaseWatch], stop: asyncio.Event
 ) -> None:
-    from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
+    from aiokafka import AIOKafkaConsumer
 
     from services.kit.topology import DLQ
 

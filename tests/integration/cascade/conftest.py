@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # type: ignore[import-untyped]
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from google.protobuf.message import Message
 
 from reag.calibration.store import CalibrationStore

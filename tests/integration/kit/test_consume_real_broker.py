@@ -26,8 +26,12 @@ def traffic(case: str, *, app: str = "demo", version: int = 1, query: str = "q")
 
 
 async def read(bootstrap: str, topic: str, n: int, timeout_s: float = 20.0) -> list[bytes]:
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap,
-                                auto_offset_reset="earliest", group_id=f"t-{uuid.uuid4().hex}")
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        group_id=f"t-{uuid.uuid4().hex}",
+    )
     await consumer.start()
     out: list[bytes] = []
     try:
@@ -50,8 +54,9 @@ async def test_bad_inputs_reach_the_dlq_and_the_next_good_event_flows(
     spec = ServiceSpec(service, consumes=(inp,), produces=(out,))
     router = KafkaRouter()
 
-    @consume(router, spec, inp, pb.Traffic, max_event_bytes=2048,
-             app_known=lambda app: app == "demo")
+    @consume(
+        router, spec, inp, pb.Traffic, max_event_bytes=2048, app_known=lambda app: app == "demo"
+    )
     async def to_intention(event: pb.Traffic) -> Emit:
         intention = pb.Intention(query=event.query)
         intention.meta.CopyFrom(event.meta)
@@ -84,7 +89,11 @@ async def test_bad_inputs_reach_the_dlq_and_the_next_good_event_flows(
     letters = [pb.DeadLetter.FromString(v) for v in letters_raw]
     mine = [letter for letter in letters if letter.service == service]
     assert [letter.error_type for letter in mine] == [
-        "undecodable", "missing_field", "oversized", "unknown_schema_version", "unknown_app",
+        "undecodable",
+        "missing_field",
+        "oversized",
+        "unknown_schema_version",
+        "unknown_app",
     ]
     assert all(letter.topic == inp for letter in mine)
     assert mine[0].value == inputs[1]  # original bytes kept

@@ -171,7 +171,7 @@ def test_concurrent_writers_on_one_case_lose_nothing(store: LedgerStore) -> None
     def write(index: int) -> None:
         try:
             store.record_verdict(ev.verdict(index, YES))
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - a thread must report every failure
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
