@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from google.protobuf.message import Message
 
 from reag.calibration.store import CalibrationStore
@@ -32,6 +30,7 @@ from services.judge.settings import JudgeSettings
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
 from services.kit.settings import KafkaSettings
+from services.kit.testing import produce_events as produce
 from services.kit.topology import THRESHOLDS
 
 M = TypeVar("M", bound=Message)
@@ -92,46 +91,6 @@ def threshold(tier: int, value: float | None, *, seconds: int = 1_000) -> pb.Thr
 def threshold_topic_key(event: Message) -> str:
     assert isinstance(event, pb.Threshold)
     return threshold_key(event.app, event.tier)
-
-
-async def produce(
-    bootstrap: str, topic: str, events: Sequence[Message], key: Callable[[Message], str]
-) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    await producer.start()
-    try:
-        for event in events:
-            await producer.send_and_wait(topic, event.SerializeToString(), key=key(event).encode())
-    finally:
-        await producer.stop()
-
-
-async def read_until(
-    bootstrap: str,
-    topic: str,
-    event_type: type[M],
-    done: Callable[[list[M]], bool],
-    timeout_s: float = 40.0,
-) -> list[M]:
-    """Every event on ``topic`` from the start until ``done`` holds or the time is up."""
-    consumer = AIOKafkaConsumer(
-        topic,
-        bootstrap_servers=bootstrap,
-        auto_offset_reset="earliest",
-        group_id=f"t-{uuid.uuid4().hex}",
-    )
-    await consumer.start()
-    seen: list[M] = []
-    try:
-        async with asyncio.timeout(timeout_s):
-            while not done(seen):
-                batch = await consumer.getmany(timeout_ms=300)
-                seen += [event_type.FromString(r.value) for rs in batch.values() for r in rs]
-    except TimeoutError:
-        pass
-    finally:
-        await consumer.stop()
-    return seen
 
 
 async def until(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:

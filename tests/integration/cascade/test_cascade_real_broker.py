@@ -24,14 +24,14 @@ from services.calibrator.settings import CalibratorSettings
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
 from services.kit.settings import KafkaSettings
+from services.kit.testing import produce_events as produce
+from services.kit.testing import read_events as read_until
 from services.kit.topology import ABSTAINS, JUDGE_TIER, REVIEWS, THRESHOLDS, VERDICTS
 
 from .conftest import (
     Cascade,
     StartCascade,
     judge_request,
-    produce,
-    read_until,
     threshold,
     tier_provider,
     until,

@@ -6,13 +6,12 @@ import asyncio
 import io
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 import typer
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from google.protobuf.message import Message
 from typer.testing import CliRunner
 
@@ -25,6 +24,8 @@ from reag.v1 import events_pb2 as pb
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
 from services.kit.settings import KafkaSettings
+from services.kit.testing import produce_events as produce
+from services.kit.testing import read_events
 from services.kit.topology import ABSTAINS, ORACLES, RESULTS, REVIEWS, VERDICTS
 from services.ledger.handlers import build_router
 from services.ledger.review_io import KafkaReviewIO
@@ -42,7 +43,7 @@ async def results_until(bootstrap: str, topic: str, case_id: str, n: int) -> lis
     def mine(results: list[pb.Result]) -> list[pb.Result]:
         return [r for r in results if r.meta.case_id == case_id]
 
-    return mine(await read_until(bootstrap, topic, lambda rs: len(mine(rs)) >= n, pb.Result))
+    return mine(await read_events(bootstrap, topic, pb.Result, lambda rs: len(mine(rs)) >= n))
 
 
 @pytest.fixture(scope="module")
@@ -64,44 +65,6 @@ async def ledger(
         await broker.start()
         yield settings, store
     store.close()
-
-
-async def produce(bootstrap: str, topic: str, events: list[Message], key: str) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    await producer.start()
-    try:
-        for event in events:
-            await producer.send_and_wait(topic, event.SerializeToString(), key=key.encode())
-    finally:
-        await producer.stop()
-
-
-async def read_until(
-    bootstrap: str,
-    topic: str,
-    done: Callable[[list[M]], bool],
-    event_type: type[M],
-    timeout_s: float = 40.0,
-) -> list[M]:
-    """Every event on the topic, read until ``done`` holds or the time is up."""
-    consumer = AIOKafkaConsumer(
-        topic,
-        bootstrap_servers=bootstrap,
-        auto_offset_reset="earliest",
-        group_id=f"t-{uuid.uuid4().hex}",
-    )
-    await consumer.start()
-    seen: list[M] = []
-    try:
-        async with asyncio.timeout(timeout_s):
-            while not done(seen):
-                batch = await consumer.getmany(timeout_ms=500)
-                seen += [event_type.FromString(r.value) for rs in batch.values() for r in rs]
-    except TimeoutError:
-        pass
-    finally:
-        await consumer.stop()
-    return seen
 
 
 async def test_a_redelivered_verdict_is_counted_once(
@@ -188,8 +151,8 @@ async def test_an_abstain_reviewed_with_reag_review_updates_the_result(
         )
     assert (stats.shown, stats.stopped_by) == (0, "timeout")
 
-    published = await read_until(
-        kafka_bootstrap, REVIEWS + suffix, lambda rs: len(rs) >= 1, pb.Review, timeout_s=10.0
+    published = await read_events(
+        kafka_bootstrap, REVIEWS + suffix, pb.Review, lambda rs: len(rs) >= 1, timeout_s=10.0
     )
     assert [(r.criterion_id, r.label, r.reviewer) for r in published] == [(ev.cid(1), YES, "ann")]
 

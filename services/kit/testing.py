@@ -1,0 +1,76 @@
+"""Producing and reading reag events over a real broker, for tests and tools.
+
+Reads use no consumer group: every partition is read from the start directly,
+so there is no group join to wait for (about 3–5 s on the embedded broker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from google.protobuf.message import Message
+
+M = TypeVar("M", bound=Message)
+
+
+async def produce_events(
+    bootstrap: str,
+    topic: str,
+    events: Sequence[Message | bytes],
+    key: str | Callable[[Any], str],
+) -> None:
+    """Publish with acks=all, in order; ``key`` is one key or a function of the event."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        for event in events:
+            value = event if isinstance(event, bytes) else event.SerializeToString()
+            k = key if isinstance(key, str) else key(event)
+            await producer.send_and_wait(topic, value, key=k.encode())
+    finally:
+        await producer.stop()
+
+
+async def read_values(
+    bootstrap: str,
+    topic: str,
+    done: Callable[[list[bytes]], bool],
+    *,
+    timeout_s: float = 40.0,
+) -> list[bytes]:
+    """Every value on ``topic`` from the start, until ``done(values)`` or the time is up."""
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None
+    )
+    await consumer.start()
+    values: list[bytes] = []
+    try:
+        async with asyncio.timeout(timeout_s):
+            while not done(values):
+                batch = await consumer.getmany(timeout_ms=300)
+                values += [r.value for records in batch.values() for r in records]
+    except TimeoutError:
+        pass
+    finally:
+        await consumer.stop()
+    return values
+
+
+async def read_events(
+    bootstrap: str,
+    topic: str,
+    event_type: type[M],
+    done: Callable[[list[M]], bool],
+    *,
+    timeout_s: float = 40.0,
+) -> list[M]:
+    """``read_values``, decoded as ``event_type``."""
+
+    def decode(values: list[bytes]) -> list[M]:
+        return [event_type.FromString(v) for v in values]
+
+    values = await read_values(bootstrap, topic, lambda vs: done(decode(vs)), timeout_s=timeout_s)
+    return decode(values)
