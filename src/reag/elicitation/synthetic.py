@@ -21,6 +21,7 @@ from reag.elicitation.personas import PersonaCategory
 from reag.elicitation.simulated_user import FewShotSampler, SimulatedUser, SimulatedUserAgent
 from reag.elicitation.targets import Target, TargetError, TargetReply, TargetRequest
 from reag.ids import case_id_for
+from reag.llm.base import StructuredOutputError
 from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
 
@@ -35,7 +36,8 @@ class SyntheticCase:
 
 @dataclass(frozen=True, slots=True)
 class FailedProbe:
-    """A probe the app did not answer; reported, never published as traffic."""
+    """A probe that made no traffic (the agent could not write the user, or the app did
+    not answer); reported, never published."""
 
     index: int
     category: PersonaCategory
@@ -92,7 +94,7 @@ async def simulate(
     count: int,
     seed: int | None = None,
     run_id: str | None = None,
-    max_tokens: int = 400,
+    max_tokens: int = 600,
     paraphrase: bool = False,
 ) -> AsyncIterator[SyntheticCase | FailedProbe]:
     """Yields each case as soon as the app has answered it; a failed probe is yielded too.
@@ -108,7 +110,13 @@ async def simulate(
     run = run_id or new_run_id()
     for index in range(count):
         shot = sampler.draw()
-        user = await agent.write(shot, seed=None if seed is None else seed + index)
+        try:
+            user = await agent.write(shot, seed=None if seed is None else seed + index)
+        except StructuredOutputError as exc:
+            # The agent's own output was unusable even after its repair attempt: this user
+            # is reported as a failed probe, and the run goes on with the next one.
+            yield FailedProbe(index, shot.category, f"simulated user not written: {exc}")
+            continue
         request = TargetRequest(
             query=user.draft.query,
             profile=pb.UserProfile(

@@ -227,3 +227,25 @@ async def test_a_probe_the_app_does_not_answer_is_reported_not_published() -> No
     failed = outcomes[1]
     assert isinstance(failed, FailedProbe)
     assert "503" in failed.error
+
+
+async def test_a_user_the_agent_cannot_write_is_a_failed_probe_and_the_run_goes_on() -> None:
+    replies = iter(['{"profile": "unterminated', '{"profile": "still broken'])
+
+    def script(_messages: Sequence[Message], _options: dict[str, Any]) -> str:
+        return next(replies, json.dumps(DRAFT))
+
+    provider = FakeProvider(chat_script=script)
+    outcomes = await collect(
+        app=APP,
+        categories=CATEGORIES,
+        seeds=SEEDS,
+        client=LLMClient(provider),
+        target=RecordingTarget(),
+        count=2,
+        seed=1,
+        run_id="run-y",
+    )
+    assert isinstance(outcomes[0], FailedProbe)
+    assert "simulated user not written" in outcomes[0].error
+    assert isinstance(outcomes[1], SyntheticCase)
