@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -182,9 +183,10 @@ def alive(pid: int) -> bool:
 
 
 def _port_free(port: int) -> bool:
-    import socket
-
+    """Whether a server could bind ``port`` now. SO_REUSEADDR as the servers themselves set
+    it: connections of a stack stopped a moment ago linger in TIME_WAIT and must not count."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
