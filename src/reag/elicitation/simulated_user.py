@@ -31,6 +31,11 @@ from reag.spec.prompts import DATA_NOTE, delimit
 
 SIMULATION_TEMPERATURE = 0.9
 
+USER_MAX_TOKENS = 1400
+"""Enough for the longest draft the schema allows: its strings are bounded in characters
+(300 + 400 + 600), a token is at least one character, so the object always closes
+within the budget even when a small model spends a token per character."""
+
 
 class SimulatedProfileDraft(BaseModel):
     """The agent's output when the real query is kept: who asks it, and when."""
@@ -210,7 +215,7 @@ class SimulatedUserAgent:
 
     client: LLMClient
     app_summary: str
-    max_tokens: int = 400
+    max_tokens: int = USER_MAX_TOKENS
     paraphrase: bool = False
 
     async def write(self, shot: FewShot, *, seed: int | None = None) -> SimulatedUser:

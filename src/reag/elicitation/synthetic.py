@@ -18,7 +18,12 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from reag.apps import AppConfig, SeedQuery
 from reag.elicitation.personas import PersonaCategory
-from reag.elicitation.simulated_user import FewShotSampler, SimulatedUser, SimulatedUserAgent
+from reag.elicitation.simulated_user import (
+    USER_MAX_TOKENS,
+    FewShotSampler,
+    SimulatedUser,
+    SimulatedUserAgent,
+)
 from reag.elicitation.targets import Target, TargetError, TargetReply, TargetRequest
 from reag.ids import case_id_for
 from reag.llm.base import StructuredOutputError
@@ -94,7 +99,7 @@ async def simulate(
     count: int,
     seed: int | None = None,
     run_id: str | None = None,
-    max_tokens: int = 600,
+    max_tokens: int = USER_MAX_TOKENS,
     paraphrase: bool = False,
 ) -> AsyncIterator[SyntheticCase | FailedProbe]:
     """Yields each case as soon as the app has answered it; a failed probe is yielded too.

@@ -1,0 +1,35 @@
+"""The embedded stack's plan: every service of the topology, each on its own port."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from reag.stack import supervisor
+from services.kit.topology import SERVICES
+
+
+def test_the_plan_runs_every_topology_service_once_with_distinct_ports(tmp_path: Path) -> None:
+    settings = supervisor.StackSettings(state_dir=tmp_path)
+    specs = supervisor.plan(settings)
+    names = [s.name for s in specs]
+    assert names[:3] == ["broker", "model-server", "sample-app"]
+    assert sorted(names[3:]) == sorted(SERVICES)
+    assert len({s.port for s in specs}) == len(specs)
+    tiers = {s.name: s.env.get("REAG_TIER") for s in specs if s.name.startswith("judge-")}
+    assert tiers == {"judge-tier1": "1", "judge-tier2": "2", "judge-tier3": "3"}
+
+
+def test_a_listening_port_is_busy_and_a_closed_one_is_free() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert not supervisor._port_free(port)
+    assert supervisor._port_free(port)
+
+
+def test_status_and_down_without_a_stack_report_nothing(tmp_path: Path) -> None:
+    settings = supervisor.StackSettings(state_dir=tmp_path)
+    assert supervisor.status(settings) == []
+    assert supervisor.down(settings, echo=lambda _m: None) == 0
