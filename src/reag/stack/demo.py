@@ -360,7 +360,7 @@ async def _run_cases(
         as_json=False,
     )
     if failed:
-        echo(f"  {failed} probe(s) of the sample app failed")
+        echo(f"  {failed} simulated user(s) made no traffic (reasons above)")
     watches = {t.meta.case_id: CaseWatch(t) for t in traffic}
     if not watches:
         return watches
