@@ -54,21 +54,10 @@ class SimulatedProfileDraft(BaseModel):
     )
 
 
-class SimulatedUserDraft(BaseModel):
-    """What the agent writes for one user; lengths bounded so constrained decoding ends."""
+class SimulatedUserDraft(SimulatedProfileDraft):
+    """With ``paraphrase``: the user and the query in their own words; lengths bounded so
+    constrained decoding ends."""
 
-    model_config = ConfigDict(extra="ignore")
-
-    profile: str = Field(
-        min_length=10,
-        max_length=400,
-        description="Who this person is: age, conditions, medicines, goals, habits.",
-    )
-    situation: str = Field(
-        min_length=20,
-        max_length=600,
-        description="The moment they use the app: where, what, what worries them.",
-    )
     query: str = Field(
         min_length=3,
         max_length=300,
@@ -220,28 +209,21 @@ class SimulatedUserAgent:
 
     async def write(self, shot: FewShot, *, seed: int | None = None) -> SimulatedUser:
         messages = build_messages(self.app_summary, shot, paraphrase=self.paraphrase)
-        if self.paraphrase:
-            result = await self.client.structured(
-                messages,
-                SimulatedUserDraft,
-                temperature=SIMULATION_TEMPERATURE,
-                max_tokens=self.max_tokens,
-                seed=seed,
-            )
-            draft, usage, cost = result.value, result.usage, result.cost_usd
+        schema = SimulatedUserDraft if self.paraphrase else SimulatedProfileDraft
+        result = await self.client.structured(
+            messages,
+            schema,
+            temperature=SIMULATION_TEMPERATURE,
+            max_tokens=self.max_tokens,
+            seed=seed,
+        )
+        written = result.value
+        if isinstance(written, SimulatedUserDraft):
+            draft = written
         else:
-            kept = await self.client.structured(
-                messages,
-                SimulatedProfileDraft,
-                temperature=SIMULATION_TEMPERATURE,
-                max_tokens=self.max_tokens,
-                seed=seed,
-            )
             # The real query is data, not model output: its length is not the schema's concern.
             draft = SimulatedUserDraft.model_construct(
-                profile=kept.value.profile,
-                situation=kept.value.situation,
-                query=shot.grounding.text,
+                profile=written.profile, situation=written.situation, query=shot.grounding.text
             )
-            usage, cost = kept.usage, kept.cost_usd
+        usage, cost = result.usage, result.cost_usd
         return SimulatedUser(shot.category, shot.grounding, draft, self.client.model, usage, cost)

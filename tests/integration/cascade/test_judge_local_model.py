@@ -10,26 +10,14 @@ from __future__ import annotations
 import pytest
 
 from reag.judging.cascade import next_step
-from reag.judging.exemplars import Label, LabelledExample, draw_annotator_sets
+from reag.judging.exemplars import draw_annotator_sets
 from reag.judging.judge import JudgeConfig, TierJudge
 from reag.llm.accounting import Caller
 from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
+from tests.integration.tiny_labelled_pool import TINY_POOL
 
 pytestmark = [pytest.mark.llm]
-
-ROWS: list[tuple[Label, str, str, str]] = [
-    ("YES", "t2d", "Warns about sugar.", "High in sugar (24 g/100 g): keep portions small."),
-    ("NO", "t2d", "Warns about sugar.", "Looks like a great breakfast choice!"),
-    ("YES", "ckd", "Mentions potassium.", "Watch out: potassium chloride salt substitute."),
-    ("NO", "ckd", "Mentions potassium.", "Salt is fine in moderation."),
-    ("YES", "celiac", "Flags gluten.", "Contains wheat flour: not gluten-free."),
-    ("NO", "celiac", "Flags gluten.", "Tasty crackers with sesame."),
-]
-EXAMPLES = [
-    LabelledExample(f"x{i}", label, persona, criterion, "Is this OK for me?", response)
-    for i, (label, persona, criterion, response) in enumerate(ROWS)
-]
 
 
 async def test_a_tier_judge_on_the_local_model(local_llm_client: LLMClient) -> None:
@@ -37,7 +25,7 @@ async def test_a_tier_judge_on_the_local_model(local_llm_client: LLMClient) -> N
     judge = TierJudge(
         client,
         JudgeConfig(tier=1, n_annotators=3, k_examples=2),
-        draw_annotator_sets(EXAMPLES, 3, 2, seed=0),
+        draw_annotator_sets(TINY_POOL, 3, 2, seed=0),
     )
     request = pb.JudgeRequest(
         criterion=pb.Criterion(criterion_id="local-1/c0", text="Warns that sugar is high."),

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from reag.judging.exemplars import Label, LabelledExample, draw_annotator_sets
+from reag.judging.exemplars import draw_annotator_sets
 from reag.judging.prompt import annotator_prefix, annotator_prompts
 from reag.llm import LLMClient, Message
 from reag.llm.base import LabelProbs
@@ -19,24 +19,13 @@ from reag.llm.kv_slots import common_prefix
 from reag.llm.llama_engine import LlamaEngine
 from reag.llm.local import LocalProvider
 from reag.v1 import events_pb2 as pb
+from tests.integration.tiny_labelled_pool import TINY_POOL
 
 pytestmark = pytest.mark.llm
 
 LABELS = ["YES", "NO"]
 N = 3
-ROWS: list[tuple[Label, str, str, str]] = [
-    ("YES", "t2d", "Warns about sugar.", "High in sugar (24 g/100 g): keep portions small."),
-    ("NO", "t2d", "Warns about sugar.", "Looks like a great breakfast choice!"),
-    ("YES", "ckd", "Mentions potassium.", "Watch out: potassium chloride salt substitute."),
-    ("NO", "ckd", "Mentions potassium.", "Salt is fine in moderation."),
-    ("YES", "celiac", "Flags gluten.", "Contains wheat flour: not gluten-free."),
-    ("NO", "celiac", "Flags gluten.", "Tasty crackers with sesame."),
-]
-POOL = [
-    LabelledExample(f"x{i}", label, persona, criterion, "Is this OK for me?", response)
-    for i, (label, persona, criterion, response) in enumerate(ROWS)
-]
-SETS = draw_annotator_sets(POOL, N, 2, seed=0).sets
+SETS = draw_annotator_sets(TINY_POOL, N, 2, seed=0).sets
 CASES = [
     ("Warns that sugar is high.", "This cereal has 30 g of sugar per 100 g, which is high."),
     ("Flags gluten.", "These crackers are made with wheat flour."),
@@ -60,17 +49,9 @@ def one_off(index: int) -> str:
     return f"Note {index}: the lighthouse keeper counted {index} ships today.\n" * 6 + "Answer:"
 
 
-@pytest.fixture(scope="module")
-def client(local_llm_client: object) -> LLMClient:
-    assert isinstance(local_llm_client, LLMClient)
-    return local_llm_client
-
-
-@pytest.fixture(scope="module")
-def engine(client: LLMClient) -> LlamaEngine:
-    assert isinstance(client.provider, LocalProvider)
-    assert client.provider.engine.n_slots > N, "the default needs a slot per annotator and one"
-    return client.provider.engine
+@pytest.fixture(scope="module", autouse=True)
+def _enough_slots(engine: LlamaEngine) -> None:
+    assert engine.n_slots > N, "the default needs a slot per annotator and one"
 
 
 @pytest.fixture(scope="module")

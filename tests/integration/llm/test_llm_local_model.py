@@ -16,7 +16,6 @@ from pydantic import BaseModel, Field
 
 from reag.llm import LLMClient, Message, StructuredOutputError
 from reag.llm.llama_engine import LlamaEngine
-from reag.llm.local import LocalProvider
 
 pytestmark = pytest.mark.llm
 
@@ -31,18 +30,6 @@ UNRELATED = (
     "The city library opens at nine in the morning on weekdays and lends board games to "
     "members on Fridays."
 )
-
-
-@pytest.fixture(scope="module")
-def client(local_llm_client: object) -> LLMClient:
-    assert isinstance(local_llm_client, LLMClient)
-    return local_llm_client
-
-
-@pytest.fixture(scope="module")
-def engine(client: LLMClient) -> LlamaEngine:
-    assert isinstance(client.provider, LocalProvider)
-    return client.provider.engine
 
 
 def context_for(document: str) -> str:
