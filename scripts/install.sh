@@ -2,7 +2,7 @@
 # Installs reag into .venv. Safe to run again: it does nothing when pyproject.toml
 # has not changed since the last successful install.
 #
-# Two steps are special (see LOCAL-STACK.md):
+# Two steps are special (docs/architecture.md, "The embedded stack"):
 #  * torch is pinned to 2.13.0, the CPU wheel this machine kind keeps on disk;
 #    an unpinned torch would pull a multi-GB CUDA build.
 #  * llama-cpp-python must be compiled with GGML_NATIVE=OFF: these CPUs
@@ -44,7 +44,7 @@ $PIP install --quiet --no-deps "$WHEEL_CACHE"/llama_cpp_python-*.whl
 $PIP install --quiet "diskcache>=5.6" "jinja2>=2.11" "typing-extensions>=4.5"
 
 echo "==> reag and its dependencies"
-$PIP install --quiet -e ".[dev]"
+$PIP install --quiet -e ".[all,dev]"
 
 echo "$want" > "$STAMP"
 echo "==> installed into .venv"

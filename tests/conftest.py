@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from reag.stack.tansu import free_port, start_tansu
+from shell.stack.tansu import free_port, start_tansu
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """The one way a reag service consumes a topic: decode, guard, handle, emit, commit.
 
-Delivery rules (ARCHITECTURE.md, "Delivery"):
+Delivery rules (docs/pipeline.md and docs/architecture.md, "Delivery"):
 - at-least-once: the offset is committed only after every output has been
   acknowledged by the cluster (acks=all); if publishing fails the event is
   not committed and comes back (``AckPolicy.NACK_ON_ERROR`` seeks back);

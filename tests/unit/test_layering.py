@@ -1,26 +1,200 @@
-"""The core library knows nothing of Kafka: only the shell (cli, stack) may reach services."""
+"""reag is one house with three floors, and nothing imports from a floor above it.
+
+- core (``src/reag``): the domain as a plain library. No Kafka client, no
+  services, no shell.
+- services (``services/``): thin FastStream apps over the core.
+- shell (``shell/``): the CLI, the embedded stack, the demo and the Kafka I/O
+  that only commands need. It may import everything below it.
+
+Beside the services, on the same floor, sits the client (``src/reag/client``):
+the recorder a production app imports to send its traffic. It needs a Kafka
+producer, so it is not core, but it must install without the services: it
+imports the core and aiokafka only, and nothing in the core or the services
+imports it. Every import is checked, including the ones deferred inside
+functions. ``bench/`` and ``tests/`` stand outside the house.
+"""
 
 from __future__ import annotations
 
 import ast
+from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parents[2] / "src" / "reag"
-SHELL = {"cli", "stack"}
-FORBIDDEN = ("faststream", "aiokafka", "services")
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+KAFKA = ("faststream", "aiokafka")
+# What each floor may not import: top-level names, and our own floors above it.
+FLOORS = ("core", "client", "services", "shell")
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "core": ("faststream", "aiokafka", "services", "shell", "reag.client"),
+    "client": ("faststream", "services", "shell"),
+    "services": ("shell", "reag.client"),
+    "shell": (),
+}
+GENERATED = ("reag.v1",)  # protobuf stubs: they import only protobuf and grpc
 
 
-def test_core_modules_import_no_kafka() -> None:
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[0] == "src":
+        parts = parts[1:]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _floor(module: str) -> str:
+    if module == "reag.client" or module.startswith("reag.client."):
+        return "client"
+    top = module.split(".")[0]
+    return {"reag": "core", "services": "services", "shell": "shell"}[top]
+
+
+def _python_files() -> Iterator[Path]:
+    for top in ("src/reag", "services", "shell"):
+        yield from sorted((ROOT / top).rglob("*.py"))
+
+
+def _known_modules() -> set[str]:
+    return {_module_name(p) for p in _python_files()}
+
+
+def _imports(path: Path, known: set[str]) -> Iterator[tuple[int, str]]:
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    yield from _imports_in(path.read_text(), package, known)
+
+
+def _imports_in(source: str, package: str, known: set[str]) -> Iterator[tuple[int, str]]:
+    """Every module the source imports, as a dotted name; ``from pkg import mod`` names pkg.mod,
+    and relative imports are resolved against ``package``."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                candidate = f"{target}.{alias.name}"
+                yield node.lineno, candidate if candidate in known else target
+
+
+def _is_under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_each_floor_imports_nothing_from_a_floor_above_it() -> None:
+    known = _known_modules()
     offenders = []
-    for path in CORE.rglob("*.py"):
-        rel = path.relative_to(CORE)
-        if rel.parts[0] in SHELL or rel.parts[0] == "v1":
+    for path in _python_files():
+        floor = _floor(_module_name(path))
+        for line, name in _imports(path, known):
+            for banned in FORBIDDEN[floor]:
+                if _is_under(name, banned):
+                    offenders.append(f"{path.relative_to(ROOT)}:{line} ({floor}) imports {name}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_floors_are_the_tree() -> None:
+    """Every Python file of the house is on exactly one floor; the shell is not in the core."""
+    for path in _python_files():
+        assert _floor(_module_name(path)) in FLOORS
+    assert not (ROOT / "src/reag/cli").exists()
+    assert not (ROOT / "src/reag/stack").exists()
+    assert (ROOT / "shell/cli/main.py").is_file()
+
+
+def _unit(module: str) -> str:
+    """The package a module belongs to for the cycle test: ``reag.judging``, ``services.kit``,
+    ``shell.cli``; a top-level module of a floor (``reag.apps``) is its own unit."""
+    return ".".join(module.split(".")[:2])
+
+
+def _package_graph() -> dict[str, set[str]]:
+    known = _known_modules()
+    units = {_unit(m) for m in known}
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in _python_files():
+        source = _unit(_module_name(path))
+        if source in GENERATED:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            offenders += [f"{rel}: {n}" for n in names if n.split(".")[0] in FORBIDDEN]
-    assert not offenders, offenders
+        for _line, name in _imports(path, known):
+            target = _unit(name)
+            if target in units and target != source and target not in GENERATED:
+                graph[source].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one package (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles_between_packages() -> None:
+    cycles = _cycles(_package_graph())
+    assert not cycles, cycles
+
+
+@pytest.mark.parametrize(
+    ("graph", "expected"),
+    [
+        ({"a": {"b"}, "b": {"c"}}, []),
+        ({"a": {"b"}, "b": {"a"}}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+    ],
+)
+def test_the_cycle_finder_finds_cycles(
+    graph: dict[str, set[str]], expected: list[list[str]]
+) -> None:
+    assert _cycles(graph) == expected
+
+
+def test_the_import_reader_sees_deferred_relative_and_from_imports() -> None:
+    """An import inside a function counts: that is where a Kafka client would hide."""
+    source = (
+        "import json\n"
+        "def f():\n"
+        "    from aiokafka import AIOKafkaProducer\n"
+        "    from ..kit import broker\n"
+        "    from reag import metrics\n"
+    )
+    known = {"services.kit.broker", "reag.metrics"}
+    names = [name for _line, name in _imports_in(source, "services.judge", known)]
+    assert names == ["json", "aiokafka", "services.kit.broker", "reag.metrics"]

@@ -2,8 +2,8 @@
 
 An item decided at tier t was first judged, unconfidently, by tiers 1..t−1,
 and each of those calls was paid for; an abstained item paid every tier. The
-paper's table 3 charged only the tier that decided (the review in
-papers/reag-review.json shows how that flips its conclusion); that figure is
+paper's table 3 charged only the tier that decided (the public review of
+the paper (docs/references.md) shows how that flips its conclusion); that figure is
 kept here under its own name, ``deciding_tier_cost``, only to compare with the
 paper.
 """

@@ -1,6 +1,6 @@
 """Run-level figures from stored results: outcome counts, coverage, per-tier traffic, cost.
 
-Cost is honest (ARCHITECTURE.md, "Honest cost"): a criterion that reached
+Cost is honest (docs/architecture.md, "Honest cost"): a criterion that reached
 tier 3 is charged for tiers 1, 2 and 3, because every tier that ran appears in
 its history. ``deciding_tier_cost`` is computed beside it only to show how much
 the paper's accounting (charging the deciding tier alone) would understate.

@@ -1,7 +1,7 @@
 """The review loop: one abstained criterion at a time, a label published for each decision.
 
 Kafka-free: items come from an ``AbstainSource`` and labels go to a
-``ReviewSink`` (``services/ledger/review_io.py`` implements both over Kafka;
+``ReviewSink`` (``shell/kafka_io/review.py`` implements both over Kafka;
 tests use lists). The source is told to commit only after a label has been
 published, so a crash or a quit never loses a case: the next session starts
 at the first item that has no published label behind it.

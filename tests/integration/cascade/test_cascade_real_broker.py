@@ -18,7 +18,7 @@ from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
 from services.calibrator.handlers import CalibratorDeps
 from services.calibrator.handlers import build_router as build_calibrator
-from services.calibrator.labels import calibrate_from_labels
+from shell.kafka_io.labels import calibrate_from_labels
 from services.calibrator.main import republish_latest
 from services.calibrator.settings import CalibratorSettings
 from services.kit.admin import ensure_topics

@@ -13,11 +13,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from reag.cli.main import app
+from shell.cli.main import app
 from reag.llm import LLMClient, LLMSettings, Message
 from reag.llm.local import LocalProvider
 from reag.llm.registry import make_client
-from reag.stack.tansu import free_port
+from shell.stack.tansu import free_port
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
@@ -29,7 +29,7 @@ def server_url() -> Iterator[str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "REAG_LLM_LOCAL_URL"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reag.cli.main", "llm", "serve", "--port", str(port)],
+        [sys.executable, "-m", "shell.cli.main", "llm", "serve", "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reag.stack import supervisor
-from reag.stack.tansu import free_port
+from shell.stack import supervisor
+from shell.stack.tansu import free_port
 
 pytestmark = [pytest.mark.kafka, pytest.mark.llm, pytest.mark.slow]
 
@@ -27,7 +27,7 @@ def _free_run(length: int) -> int:
 
 
 def test_up_starts_every_process_healthy_and_down_stops_them(tmp_path: Path) -> None:
-    from reag.cli.stack import ensure_topics_at
+    from shell.kafka_io.topics import ensure_topics_at
 
     settings = supervisor.StackSettings(
         state_dir=tmp_path / "state",

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from typer.testing import CliRunner
 
 from reag.calibration import ScoreRecord, calibrate_cascade, read_scores, write_scores
-from reag.cli.calibrate import register
+from shell.cli.calibrate import register
 
 Draw = Callable[
     [np.random.Generator, int], tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64]]

@@ -8,7 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from reag.cli.corpus import register
+from shell.cli.corpus import register
 
 Write = Callable[[str, str], Path]
 

@@ -19,7 +19,7 @@ from reag.judging.settings import CascadeSettings
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
 from reag.llm.prices import ModelPrice, PriceTable
-from services.calibrator.labels import calibrate_from_labels
+from shell.kafka_io.labels import calibrate_from_labels
 
 from .labelled_data import marker_script, write_labelled
 
@@ -199,7 +199,7 @@ def test_reag_calibrate_labels_runs_the_judges_through_the_cli(
 ) -> None:
     from typer.testing import CliRunner
 
-    from reag.cli.main import app
+    from shell.cli.main import app
     from services.calibrator import labels
 
     providers = three_providers()

@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from reag.cli.spec import register, title_of
+from shell.cli.spec import register, title_of
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
 from reag.spec.template import load_template
@@ -89,7 +89,7 @@ def test_human_feedback_typed_at_the_prompt_reaches_the_refactor_agent(
     assert result.exit_code == 0, result.output
     assert (tmp_path / "srs.round1-draft.md").is_file()
     refactor_prompts = [
-        c.payload[1].content for c in scripted.calls if "<draft_srs>" in c.payload[-1].content
+        c.payload[1].content for c in scripted.calls if "<untrusted_draft_srs>" in c.payload[-1].content
     ]
     assert len(refactor_prompts) == 1
     assert "- Add the 3 second limit\n- List allergens" in refactor_prompts[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from reag.stack import supervisor
+from shell.stack import supervisor
 from services.kit.topology import SERVICES
 
 

@@ -53,7 +53,7 @@ def review(
     from reag.review.labels import Labeler, LabelFileError, ScriptedLabeler, TerminalLabeler
     from reag.review.session import review_loop
     from services.kit.settings import ServiceSettings
-    from services.ledger.review_io import KafkaReviewIO, ReviewBrokerError
+    from shell.kafka_io.review import KafkaReviewIO, ReviewBrokerError
 
     labeler: Labeler
     if labels_from is not None:

@@ -162,7 +162,7 @@ def _calibrate_labels(
     as_json: bool,
 ) -> None:
     from reag.calibration import CalibrationError, Grid
-    from services.calibrator.labels import calibrate_from_labels
+    from shell.kafka_io.labels import calibrate_from_labels
 
     def progress(tier: int, done: int, total: int) -> None:
         if not as_json and (done == total or done % 25 == 0):

@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import Field
 
 from reag.settings import ReagSettings
-from reag.stack.tansu import broker_command, wait_for_port
+from shell.stack.tansu import broker_command, wait_for_port
 
 N_TIERS = 3
 
@@ -108,7 +108,7 @@ def plan(settings: StackSettings) -> list[ProcessSpec]:
         ProcessSpec(
             "model-server",
             _python_module(
-                "reag.cli.main",
+                "shell.cli.main",
                 "llm",
                 "serve",
                 "--host",
@@ -122,7 +122,7 @@ def plan(settings: StackSettings) -> list[ProcessSpec]:
         ProcessSpec(
             "sample-app",
             _python_module(
-                "reag.cli.main",
+                "shell.cli.main",
                 "sample-app",
                 "serve",
                 "--app-manifest",
@@ -201,7 +201,7 @@ def state_path(settings: ReagSettings) -> Path:
 def up(
     settings: StackSettings,
     *,
-    after_broker: Callable[[str], None] | None = None,
+    after_broker: Callable[[str], int] | None = None,
     echo: Callable[[str], None] = print,
 ) -> StackState:
     """Start every process; return once all report healthy, or stop them all and raise."""
@@ -249,7 +249,8 @@ def up(
             _wait_healthy(records[-1], proc, settings.start_timeout_s)
             echo(f"  {spec.name:<14} up   pid {proc.pid:<7} port {spec.port}")
             if spec.name == "broker" and after_broker is not None:
-                after_broker(state.bootstrap)
+                created = after_broker(state.bootstrap)
+                echo(f"  {'topics':<14} {created} created")
     except BaseException:
         down(settings, echo=lambda _m: None)
         raise

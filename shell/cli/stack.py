@@ -8,15 +8,8 @@ from typing import Annotated
 
 import typer
 
-from reag.stack import supervisor
-
-
-def ensure_topics_at(bootstrap: str) -> None:
-    from services.kit.admin import ensure_topics
-    from services.kit.settings import KafkaSettings
-
-    created = asyncio.run(ensure_topics(KafkaSettings(bootstrap_servers=bootstrap)))
-    typer.echo(f"  {'topics':<14} {len(created)} created")
+from shell.kafka_io.topics import ensure_topics_at
+from shell.stack import supervisor
 
 
 def up() -> None:
@@ -69,7 +62,7 @@ def demo(  # noqa: PLR0917 - typer maps each option to one parameter
     keep: Annotated[bool, typer.Option("--keep", help="Leave the stack running.")] = False,
 ) -> None:
     """Run reag end to end on the embedded stack: calibrate, probe the sample app, judge."""
-    from reag.stack.demo import DemoOptions, run_demo
+    from shell.demo import DemoOptions, run_demo
 
     options = DemoOptions(
         manifest=manifest,

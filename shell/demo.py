@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from reag.apps import AppConfig, load_app
-from reag.stack import supervisor
+from shell.stack import supervisor
 from reag.v1 import events_pb2 as pb
 
 Echo = Callable[[str], None]
@@ -345,7 +345,7 @@ def _demo_spend() -> tuple[float, float, float]:
 async def _run_cases(
     config: AppConfig, options: DemoOptions, state: supervisor.StackState, dsn: str, echo: Echo
 ) -> dict[str, CaseWatch]:
-    from reag.cli.elicit import elicit_and_publish
+    from shell.kafka_io.probes import elicit_and_publish
     from reag.ledger.store import LedgerStore
 
     traffic, failed = await elicit_and_publish(
@@ -413,7 +413,7 @@ async def run_demo(options: DemoOptions, echo: Echo = print) -> int:
         echo("\n1. the embedded stack is already running; using it")
     else:
         echo("\n1. starting the embedded stack")
-        from reag.cli.stack import ensure_topics_at
+        from shell.kafka_io.topics import ensure_topics_at
 
         # up() is blocking and runs its own event loop for topic creation: keep it off ours.
         state = await asyncio.to_thread(

@@ -22,14 +22,14 @@ app = typer.Typer(
 
 # Order is the order of `reag --help`.
 _COMMAND_MODULES = (
-    "reag.cli.stack",  # demo, up, down, status
-    "reag.cli.corpus",  # corpus add/list
-    "reag.cli.elicit",  # elicit
-    "reag.cli.calibrate",  # calibrate, sweep
-    "reag.cli.results",  # results, gate
-    "reag.cli.review",  # review
-    "reag.cli.spec",  # spec draft/eval
-    "reag.cli.llm",  # llm probe/score/serve
+    "shell.cli.stack",  # demo, up, down, status
+    "shell.cli.corpus",  # corpus add/list
+    "shell.cli.elicit",  # elicit
+    "shell.cli.calibrate",  # calibrate, sweep
+    "shell.cli.results",  # results, gate
+    "shell.cli.review",  # review
+    "shell.cli.spec",  # spec draft/eval
+    "shell.cli.llm",  # llm probe/score/serve
 )
 
 for _name in _COMMAND_MODULES:

@@ -3,9 +3,9 @@
 Ingests the labelled items into the calibration store, runs every tier's
 judge on what calibration needs (stored scores are reused), fits the
 thresholds, records them in the store's history and, with ``publish``, puts
-them on reag.thresholds.v1 for the running judges. It lives beside the
-calibrator because publishing needs Kafka, which the core library never
-imports; the CLI calls it.
+them on reag.thresholds.v1 for the running judges. It is the shell's, not
+the calibrator service's: a command runs it once, and publishing needs
+Kafka, which the core library never imports.
 """
 
 from __future__ import annotations
