@@ -111,7 +111,9 @@ async def elicit_and_publish(
         raise ProbeError(f"app {config.name!r} has no persona documents", 1)
     seeds = config.load_seed_queries()
     if not seeds:
-        raise ProbeError(f"app {config.name!r} lists no seed queries ('seed_queries:' in the manifest)")
+        raise ProbeError(
+            f"app {config.name!r} lists no seed queries ('seed_queries:' in the manifest)"
+        )
 
     client = make_client(model, caller=Caller(service="elicitor"))
     target = make_target(target_config)

