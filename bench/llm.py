@@ -12,7 +12,7 @@ Prints, measured side by side in one run:
   in a child process, over HTTP on localhost) against in process;
 - the annotator group on the real judge prompt: N=5 annotators judging items
   of the example app's labelled set (``examples/nutrition/calibration.jsonl``,
-  annotator sets drawn and pinned by the calibration store in a temporary
+  annotator sets drawn and pinned in a calibration store in a temporary
   state directory), in the previous layout (case first, each annotator's
   examples after) on a one-slot engine against the current layout (each
   annotator's examples first, the case after) on the multi-slot engine, item
@@ -45,6 +45,7 @@ from reag.calibration.labelled import read_labelled
 from reag.calibration.store import CalibrationItem, CalibrationStore
 from reag.judging import prompt as judge_prompt
 from reag.judging.exemplars import AnnotatorSets, LabelledExample
+from reag.judging.pinning import pinned_annotator_sets
 from reag.judging.settings import CascadeSettings
 from reag.llm import Caller, LLMClient, LLMSettings, Message
 from reag.llm.llama_engine import LlamaEngine
@@ -259,7 +260,7 @@ def example_app() -> tuple[AnnotatorSets, list[CalibrationItem], CascadeSettings
         items = read_labelled(EXAMPLE_SET)
         app = items[0].app
         store.add_items(items)
-        sets = store.annotator_sets(app, cascade.annotators, cascade.examples, cascade.seed)
+        sets = pinned_annotator_sets(store, app, cascade.annotators, cascade.examples, cascade.seed)
         cases = [i for i in store.items(app) if i.item_id not in sets.item_ids]
     return sets, cases[: JUDGE_ITEMS + 1], cascade
 

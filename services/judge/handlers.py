@@ -18,6 +18,7 @@ from reag.judging.cascade import next_step
 from reag.judging.decision import ThresholdBook, threshold_key
 from reag.judging.exemplars import AnnotatorSets, draw_annotator_sets
 from reag.judging.judge import TierJudge
+from reag.judging.pinning import pinned_annotator_sets
 from reag.judging.telemetry import observe_request, observe_step, observe_threshold
 from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
@@ -64,9 +65,13 @@ class JudgeDeps:
     async def _annotators(self, app: str, settings: JudgeSettings) -> AnnotatorSets:
         if self.store is None:
             return draw_annotator_sets([], settings.annotators, settings.examples, settings.seed)
-        store = self.store
         return await asyncio.to_thread(
-            store.annotator_sets, app, settings.annotators, settings.examples, settings.seed
+            pinned_annotator_sets,
+            self.store,
+            app,
+            settings.annotators,
+            settings.examples,
+            settings.seed,
         )
 
     def reload(self, app: str) -> None:

@@ -34,6 +34,7 @@ from reag.calibration.scaling import DEFAULT_TAU
 from reag.calibration.scores import Label, ScoreRecord, pivot
 from reag.calibration.store import CalibrationItem, CalibrationStore, StoredScore
 from reag.judging.judge import TierJudge
+from reag.judging.pinning import pinned_annotator_sets
 from reag.judging.settings import N_TIERS, CascadeSettings
 from reag.llm.client import Caller, LLMClient
 from reag.v1 import events_pb2 as pb
@@ -349,8 +350,10 @@ class LabelledCalibration:
 def build_judges(
     store: CalibrationStore, app: str, clients: Sequence[LLMClient], settings: CascadeSettings
 ) -> list[TierJudge]:
-    """The cascade's judges for ``app``, on the store's pinned annotator example sets."""
-    annotators = store.annotator_sets(app, settings.annotators, settings.examples, settings.seed)
+    """The cascade's judges for ``app``, on the pinned annotator example sets."""
+    annotators = pinned_annotator_sets(
+        store, app, settings.annotators, settings.examples, settings.seed
+    )
     return [
         TierJudge(client, settings.judge_config(t), annotators)
         for t, client in enumerate(clients, start=1)

@@ -1,4 +1,4 @@
-"""The durable calibration store: labelled items, judge scores, annotator sets, thresholds.
+"""The durable calibration store: labelled items, judge scores, thresholds.
 
 The embedded broker forgets everything on restart and production judges cost
 money, so what calibration needs lives in the SQL store (SQLite embedded,
@@ -8,10 +8,12 @@ PostgreSQL by DSN):
   item id; a criterion reviewed twice stays one item);
 - every judge score per (app, tier, model, prompt version, item), so no judge
   call on a calibration item is ever made twice;
-- the annotators' example sets, pinned once the pool is large enough, so the
-  live judges and the calibrator build the very same prompts;
 - every threshold ever computed (the history), the latest per tier being the
   one republished when the calibrator starts.
+
+The annotators' example sets drawn from these items are pinned in the same
+database, but by ``reag.judging.pinning``: they are part of the judge's
+prompt, and this package, which the judges import, must not import them.
 """
 
 from __future__ import annotations
@@ -34,11 +36,9 @@ from sqlalchemy import (
     func,
     select,
 )
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
-from reag.calibration.scores import ScoreRecord
-from reag.judging.exemplars import AnnotatorSets, Label, LabelledExample, draw_annotator_sets
+from reag.calibration.scores import Label, ScoreRecord
 from reag.storage import Base, open_store
 from reag.v1 import events_pb2 as pb
 
@@ -96,30 +96,6 @@ class JudgeScoreRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
-class AnnotatorExampleRow(Base):
-    __tablename__ = "judge_annotator_examples"
-    __table_args__ = (
-        UniqueConstraint(
-            "app",
-            "n_annotators",
-            "k_examples",
-            "seed",
-            "annotator",
-            "position",
-            name="uq_annotator_example",
-        ),
-    )
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    app: Mapped[str] = mapped_column(String(200), index=True)
-    n_annotators: Mapped[int] = mapped_column(Integer)
-    k_examples: Mapped[int] = mapped_column(Integer)
-    seed: Mapped[int] = mapped_column(Integer)
-    annotator: Mapped[int] = mapped_column(Integer)
-    position: Mapped[int] = mapped_column(Integer)
-    item_id: Mapped[str] = mapped_column(String(400))
-
-
 class ThresholdRow(Base):
     __tablename__ = "calibration_thresholds"
 
@@ -149,18 +125,6 @@ class CalibrationItem:
     source: Source = "file"
     explanation: str = ""
     reviewer: str = ""
-
-    def example(self) -> LabelledExample:
-        return LabelledExample(
-            item_id=self.item_id,
-            label=self.label,
-            persona_category=self.persona_category,
-            criterion=self.request.criterion.text,
-            query=self.request.query,
-            actual_response=self.request.actual_response,
-            persona_name=self.request.persona.category_name,
-            explanation=self.explanation,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +237,11 @@ class CalibrationStore:
     def open(cls, dsn: str) -> CalibrationStore:
         return cls(open_store(dsn))
 
+    @property
+    def sessions(self) -> sessionmaker[Session]:
+        """The store's session factory, for the judges' annotator pins kept in the same database."""
+        return self._sessions
+
     # --- labelled items -------------------------------------------------------------
     def add_items(self, items: Iterable[CalibrationItem]) -> AddReport:
         """Insert new items; a known item whose label changed takes the new label."""
@@ -337,65 +306,6 @@ class CalibrationStore:
     def apps(self) -> list[str]:
         with self._sessions() as session:
             return sorted(session.scalars(select(CalibrationItemRow.app).distinct()).all())
-
-    # --- annotator example sets ---------------------------------------------------------
-    def annotator_sets(
-        self, app: str, n_annotators: int, k_examples: int, seed: int
-    ) -> AnnotatorSets:
-        """The pinned sets of (app, N, K, seed), pinning a fresh draw when the pool allows.
-
-        Sets are pinned once the pool holds N·K items (enough for disjoint
-        sets); before that they are redrawn from the current pool each time,
-        and their digest (hence the prompt version) changes as the pool grows.
-        """
-        items = {i.item_id: i for i in self.items(app)}
-        pinned = self._pinned(app, n_annotators, k_examples, seed)
-        if pinned and all(item_id in items for s in pinned for item_id in s):
-            return AnnotatorSets(sets=tuple(tuple(items[i].example() for i in s) for s in pinned))
-        sets = draw_annotator_sets(
-            [i.example() for i in items.values()], n_annotators, k_examples, seed
-        )
-        if len(items) >= n_annotators * k_examples and k_examples > 0:
-            self._pin(app, n_annotators, k_examples, seed, sets)
-            pinned = self._pinned(app, n_annotators, k_examples, seed)
-            return AnnotatorSets(sets=tuple(tuple(items[i].example() for i in s) for s in pinned))
-        return sets
-
-    def _pinned(self, app: str, n: int, k: int, seed: int) -> list[list[str]]:
-        with self._sessions() as session:
-            rows = session.scalars(
-                select(AnnotatorExampleRow)
-                .where(
-                    AnnotatorExampleRow.app == app,
-                    AnnotatorExampleRow.n_annotators == n,
-                    AnnotatorExampleRow.k_examples == k,
-                    AnnotatorExampleRow.seed == seed,
-                )
-                .order_by(AnnotatorExampleRow.annotator, AnnotatorExampleRow.position)
-            ).all()
-        sets: dict[int, list[str]] = {}
-        for row in rows:
-            sets.setdefault(row.annotator, []).append(row.item_id)
-        return [sets[a] for a in sorted(sets)]
-
-    def _pin(self, app: str, n: int, k: int, seed: int, sets: AnnotatorSets) -> None:
-        try:
-            with self._sessions.begin() as session:
-                for annotator, examples in enumerate(sets.sets):
-                    for position, example in enumerate(examples):
-                        session.add(
-                            AnnotatorExampleRow(
-                                app=app,
-                                n_annotators=n,
-                                k_examples=k,
-                                seed=seed,
-                                annotator=annotator,
-                                position=position,
-                                item_id=example.item_id,
-                            )
-                        )
-        except IntegrityError:
-            pass  # another process pinned first; its sets are read back by the caller
 
     # --- judge scores ----------------------------------------------------------------------
     def scores(

@@ -9,6 +9,7 @@ import pytest
 
 from reag.calibration.labelled import read_labelled
 from reag.calibration.store import CalibrationStore, item_from_review
+from reag.judging.pinning import pinned_annotator_sets
 from reag.v1 import events_pb2 as pb
 
 from .conftest import make_request
@@ -68,13 +69,13 @@ def test_annotator_sets_are_pinned_once_the_pool_allows_and_stay(
 ) -> None:
     items = read_labelled(write_labelled(tmp_path / "l.jsonl", 40))
     store.add_items(items[:6])  # fewer than N*K = 15: drawn fresh, not pinned
-    small = store.annotator_sets("nutrition", 5, 3, 0)
+    small = pinned_annotator_sets(store, "nutrition", 5, 3, 0)
     store.add_items(items[6:20])
-    pinned = store.annotator_sets("nutrition", 5, 3, 0)
+    pinned = pinned_annotator_sets(store, "nutrition", 5, 3, 0)
     assert pinned.digest() != small.digest()
     store.add_items(items[20:])
-    assert store.annotator_sets("nutrition", 5, 3, 0).digest() == pinned.digest()
-    assert store.annotator_sets("nutrition", 5, 3, 1).digest() != pinned.digest()
+    assert pinned_annotator_sets(store, "nutrition", 5, 3, 0).digest() == pinned.digest()
+    assert pinned_annotator_sets(store, "nutrition", 5, 3, 1).digest() != pinned.digest()
 
 
 def test_threshold_history_keeps_every_threshold_and_knows_the_latest(
