@@ -11,8 +11,9 @@ real query with the generated profile and situation (REAG 3.1), and only with
 a few sampled categories and real queries are shown as examples of how real
 users write. Sampling runs at temperature 0.9 (paper 4.4) so that users differ.
 
-Real queries are untrusted text: they reach the prompt only delimited, and
-the system prompt says delimited text is material, never instructions.
+Real queries are untrusted text: they reach the prompt only fenced
+(``reag.untrusted.fence``), and the system prompt says fenced text is
+material, never instructions.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from reag.apps import SeedQuery
 from reag.elicitation.personas import PersonaCategory
 from reag.llm.base import Message, Usage
 from reag.llm.client import LLMClient
-from reag.spec.prompts import DATA_NOTE, delimit
+from reag.spec.prompts import DATA_NOTE
+from reag.untrusted import fence
 
 SIMULATION_TEMPERATURE = 0.9
 
@@ -110,23 +112,23 @@ def build_messages(app_summary: str, shot: FewShot, *, paraphrase: bool = False)
     queries = "\n".join(f"- {q.text}" for q in shot.example_queries)
     parts = [
         "Persona categories of this application (examples):\n"
-        + delimit("persona_examples", categories),
-        "Queries real users sent (examples):\n" + delimit("query_examples", queries),
+        + fence("untrusted_persona_examples", categories),
+        "Queries real users sent (examples):\n" + fence("untrusted_query_examples", queries),
         (
             "The real query the new user's query should stay close to:\n"
             if paraphrase
             else "The real query this user sends:\n"
         )
-        + delimit("real_query", shot.grounding.text),
+        + fence("untrusted_real_query", shot.grounding.text),
     ]
     if shot.grounding.context.strip():
         parts.append(
             f"What the user has in front of them ({shot.grounding.context_title}):\n"
-            + delimit("attachment", shot.grounding.context)
+            + fence("untrusted_attachment", shot.grounding.context)
         )
     parts.append(
         "Write the new user for this persona category:\n"
-        + delimit("category", _category_line(shot.category, max_chars=1200))
+        + fence("untrusted_category", _category_line(shot.category, max_chars=1200))
     )
     return [
         Message(

@@ -13,8 +13,9 @@ match on prefixes too. Examples before the query is also the few-shot order
 a base model continues naturally.
 
 The user's query and the app's response, in the case and in the examples, are
-untrusted: they are wrapped in tags the text cannot close (any tag-like
-sequence inside it is neutralised) and the instructions say that nothing
+untrusted: they are fenced by ``reag.untrusted.fence`` in tags the text
+cannot close (any tag-like sequence inside it is neutralised) and the
+instructions say that nothing
 inside the tags is to be obeyed. A prompt is plain text, so the same prompt
 works as a raw completion for a base model and as one user turn for a chat
 model; it ends on "Verdict:" so the next token is the label.
@@ -22,11 +23,11 @@ model; it ends on "Verdict:" so the next token is the label.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reag.judging.exemplars import LabelledExample
+from reag.untrusted import clip, fence
 from reag.v1 import events_pb2 as pb
 
 PROMPT_VERSION = "judge-prompt-v3"
@@ -34,10 +35,6 @@ PROMPT_VERSION = "judge-prompt-v3"
 
 QUERY_TAG = "untrusted_user_query"
 RESPONSE_TAG = "untrusted_app_response"
-
-# Any "<untrusted..." or "</untrusted..." inside untrusted text could close or
-# fake a delimiter; its "<" is replaced so only our own tags remain tags.
-_TAG_LIKE = re.compile(r"<(\s*/?\s*untrusted)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,22 +76,6 @@ to apply criteria, then judge the case under test that follows them.
 INSTRUCTIONS = _INSTRUCTIONS_TEMPLATE.format(query=QUERY_TAG, response=RESPONSE_TAG)
 
 
-def neutralise(text: str) -> str:
-    """Make untrusted text unable to open or close a delimiter tag."""
-    return _TAG_LIKE.sub(r"&lt;\1", text)
-
-
-def _clip(text: str, limit: int) -> str:
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    return text[:limit].rstrip() + " [... truncated]"
-
-
-def delimit(tag: str, text: str, limit: int) -> str:
-    return f"<{tag}>\n{neutralise(_clip(text, limit))}\n</{tag}>"
-
-
 def _persona_line(persona: pb.Persona) -> str:
     name = persona.category_name or persona.category_id or "unspecified"
     if persona.description:
@@ -114,13 +95,13 @@ def _example_block(index: int, example: LabelledExample, limits: PromptLimits) -
         f"Criterion: {example.criterion.strip()}",
         f"Persona: {persona}",
         "User query:",
-        delimit(QUERY_TAG, example.query, limits.example_query_chars),
+        fence(QUERY_TAG, example.query, limits.example_query_chars),
         "Application response:",
-        delimit(RESPONSE_TAG, example.actual_response, limits.example_response_chars),
+        fence(RESPONSE_TAG, example.actual_response, limits.example_response_chars),
         f"Expert verdict: {example.label}",
     ]
     if example.explanation:
-        lines.append(f"Expert reason: {_clip(example.explanation, limits.explanation_chars)}")
+        lines.append(f"Expert reason: {clip(example.explanation, limits.explanation_chars)}")
     return "\n".join(lines) + "\n"
 
 
@@ -151,9 +132,9 @@ def case_section(request: pb.JudgeRequest, limits: PromptLimits = DEFAULT_LIMITS
         "Evidence from the requirements:",
         *_evidence_lines(request.evidence, limits.evidence_items),
         "User query:",
-        delimit(QUERY_TAG, request.query, limits.case_query_chars),
+        fence(QUERY_TAG, request.query, limits.case_query_chars),
         "Application response:",
-        delimit(RESPONSE_TAG, request.actual_response, limits.case_response_chars),
+        fence(RESPONSE_TAG, request.actual_response, limits.case_response_chars),
     ]
     return "\n".join(lines) + "\n"
 

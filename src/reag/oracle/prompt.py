@@ -8,10 +8,12 @@ the analysis self-reasoning wrote.
 
 Everything that came from a user, from the app or from a model (query,
 situation, profile, analysis, response) is untrusted: it reaches the prompt
-only inside ``delimit``'s tags, and the system prompt says tagged text is
-material, never instructions. By default the app's actual response is not
-shown at all: the oracle says what *should* happen, and an oracle written
-while looking at the answer tends to describe that answer.
+only inside ``reag.untrusted.fence``'s tags, and the system prompt says
+tagged text is material, never instructions. The documents are fenced too:
+they may have been drafted by a model, and their cited evidence was. By
+default the app's actual response is not shown at all: the oracle says what
+*should* happen, and an oracle written while looking at the answer tends to
+describe that answer.
 """
 
 from __future__ import annotations
@@ -21,17 +23,18 @@ from dataclasses import dataclass
 
 from reag.llm.base import Message
 from reag.oracle.schema import MAX_CRITERIA
-from reag.spec.prompts import DATA_NOTE, delimit
+from reag.spec.prompts import DATA_NOTE
+from reag.untrusted import clip, fence
 from reag.v1 import events_pb2 as pb
 
 # Kind -> (tag, heading), in the order figure 2 lists them; requirements added.
 SECTIONS: tuple[tuple[str, str, str], ...] = (
-    ("persona", "persona_documents", "User persona (the app's category description)"),
-    ("requirement", "requirements", "Functional requirements"),
-    ("user_story", "user_stories", "Relevant user stories"),
-    ("domain_knowledge", "domain_knowledge", "Domain knowledge"),
-    ("background", "background", "Background information"),
-    ("nfr", "non_functional_requirements", "Non-functional requirements"),
+    ("persona", "untrusted_persona_documents", "User persona (the app's category description)"),
+    ("requirement", "untrusted_requirements", "Functional requirements"),
+    ("user_story", "untrusted_user_stories", "Relevant user stories"),
+    ("domain_knowledge", "untrusted_domain_knowledge", "Domain knowledge"),
+    ("background", "untrusted_background", "Background information"),
+    ("nfr", "untrusted_non_functional_requirements", "Non-functional requirements"),
 )
 
 SYSTEM_PROMPT = """You write test oracles for an LLM-based application: given who the user
@@ -57,13 +60,6 @@ class PromptLimits:
     max_response_chars: int = 2000
 
 
-def _clip(text: str, limit: int) -> str:
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    return text[: limit - 1].rsplit(" ", 1)[0] + " …"
-
-
 def used_documents(
     interpretation: pb.Interpretation, limits: PromptLimits
 ) -> list[pb.RetrievedDocument]:
@@ -81,13 +77,13 @@ def used_documents(
 def _document_block(document: pb.RetrievedDocument, limits: PromptLimits) -> str:
     lines = [
         f"[{document.doc_id}] {document.title}".strip(),
-        _clip(document.content, limits.max_doc_chars),
+        clip(document.content, limits.max_doc_chars),
     ]
     evidence = list(document.evidence)[: limits.max_evidence_per_doc]
     if evidence:
         lines.append("Cited evidence:")
         lines += [
-            f'- "{_clip(e.sentence, 300)}"' + (f" ({_clip(e.why, 200)})" if e.why else "")
+            f'- "{clip(e.sentence, 300)}"' + (f" ({clip(e.why, 200)})" if e.why else "")
             for e in evidence
         ]
     return "\n".join(line for line in lines if line)
@@ -100,11 +96,12 @@ def build_messages(
     intention = interpretation.intention
     persona = intention.persona
     parts = [
-        "User input (the current query):\n" + delimit("user_query", intention.query),
-        "User situation:\n" + delimit("user_situation", intention.situation or "Not given."),
+        "User input (the current query):\n" + fence("untrusted_user_query", intention.query),
+        "User situation:\n"
+        + fence("untrusted_user_situation", intention.situation or "Not given."),
         "User persona:\n"
-        + delimit(
-            "user_persona",
+        + fence(
+            "untrusted_user_persona",
             f"Category: {persona.category_name or persona.category_id or 'unknown'}\n"
             f"{persona.description}",
         ),
@@ -113,23 +110,25 @@ def build_messages(
     for kind, tag, heading in SECTIONS:
         blocks = [_document_block(d, limits) for d in documents if d.kind == kind]
         if blocks:
-            parts.append(f"{heading}:\n" + delimit(tag, "\n\n".join(blocks)))
+            parts.append(f"{heading}:\n" + fence(tag, "\n\n".join(blocks)))
     others = [d for d in documents if d.kind not in {k for k, _, _ in SECTIONS}]
     if others:
         parts.append(
             "Other documents:\n"
-            + delimit("other_documents", "\n\n".join(_document_block(d, limits) for d in others))
+            + fence(
+                "untrusted_other_documents", "\n\n".join(_document_block(d, limits) for d in others)
+            )
         )
     if interpretation.analysis.strip():
         parts.append(
             "Interpretation of the user's intention (from the documents above):\n"
-            + delimit("interpretation", interpretation.analysis)
+            + fence("untrusted_interpretation", interpretation.analysis)
         )
     if limits.show_response and intention.actual_response:
         parts.append(
             "The application's actual response (for context only; the oracle states "
             "what a correct response does, whatever this one did):\n"
-            + delimit("app_response", _clip(intention.actual_response, limits.max_response_chars))
+            + fence("untrusted_app_response", intention.actual_response, limits.max_response_chars)
         )
     parts.append(
         "Using all of the above, describe how the application should respond to this user and "

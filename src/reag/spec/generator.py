@@ -13,10 +13,11 @@ from reag.llm.base import Message
 from reag.llm.client import LLMClient
 from reag.spec.agent import Agent, RunContext
 from reag.spec.document import SrsDocument
-from reag.spec.prompts import GENERATOR_REVISE, GENERATOR_SECTION, delimit
+from reag.spec.prompts import GENERATOR_REVISE, GENERATOR_SECTION
 from reag.spec.refactor import ImprovementCommand
 from reag.spec.settings import AgentSettings
 from reag.spec.template import Leaf, Template
+from reag.untrusted import fence
 
 
 class Generator(Agent):
@@ -48,7 +49,7 @@ class Generator(Agent):
                 Message("system", system),
                 Message(
                     "user",
-                    f"{delimit('elicitation_report', report)}\n\n"
+                    f"{fence('untrusted_elicitation_report', report)}\n\n"
                     f"Write the body of section {leaf.label} "
                     f"(part of {leaf.section_label}).",
                 ),
@@ -72,9 +73,9 @@ class Generator(Agent):
                 Message("system", system),
                 Message(
                     "user",
-                    f"{delimit('elicitation_report', report)}\n\n"
-                    f"{delimit('current_section', document.text(leaf.number))}\n\n"
-                    f"{delimit('improvement_commands', command_text)}\n\n"
+                    f"{fence('untrusted_elicitation_report', report)}\n\n"
+                    f"{fence('untrusted_current_section', document.text(leaf.number))}\n\n"
+                    f"{fence('untrusted_improvement_commands', command_text)}\n\n"
                     f"Rewrite the body of section {leaf.label}.",
                 ),
             ]

@@ -27,9 +27,9 @@ from reag.spec.prompts import (
     INTERVIEWER_REPORT,
     INTERVIEWER_TURN,
     STAKEHOLDER_ANSWER,
-    delimit,
 )
 from reag.spec.settings import MAX_ELICITATION_TURNS, AgentSettings
+from reag.untrusted import fence
 
 StopReason = Literal["exit_tool", "max_turns", "interviewer_error"]
 
@@ -119,12 +119,14 @@ class Interviewer(Agent):
         turn: int,
         max_turns: int,
     ) -> InterviewerMove:
-        parts = [delimit("project_summary", summary)]
+        parts = [fence("untrusted_project_summary", summary)]
         if last is not None:
-            parts.append(delimit("previous_question", last.question))
-            parts.append(delimit("previous_answer", last.answer))
+            parts.append(fence("untrusted_previous_question", last.question))
+            parts.append(fence("untrusted_previous_answer", last.answer))
         if earlier_questions:
-            parts.append(delimit("questions_asked", "\n".join(f"- {q}" for q in earlier_questions)))
+            parts.append(
+                fence("untrusted_questions_asked", "\n".join(f"- {q}" for q in earlier_questions))
+            )
         parts.append(
             f"This is turn {turn} of at most {max_turns}. Ask your next question, "
             "or exit the interview."
@@ -138,7 +140,8 @@ class Interviewer(Agent):
             Message("system", INTERVIEWER_REPORT),
             Message(
                 "user",
-                f"{delimit('project_summary', summary)}\n\n{delimit('interview', body)}\n\n"
+                f"{fence('untrusted_project_summary', summary)}\n\n"
+                f"{fence('untrusted_interview', body)}\n\n"
                 "Write the elicitation report.",
             ),
         ]
@@ -153,7 +156,8 @@ class Stakeholder(Agent):
             Message("system", STAKEHOLDER_ANSWER),
             Message(
                 "user",
-                f"{delimit('project_summary', summary)}\n\n{delimit('question', question)}\n\n"
+                f"{fence('untrusted_project_summary', summary)}\n\n"
+                f"{fence('untrusted_question', question)}\n\n"
                 "Answer the question.",
             ),
         ]

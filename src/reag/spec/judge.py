@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 
 from reag.llm.base import LLMError, Message
 from reag.spec.agent import Agent
-from reag.spec.prompts import JUDGE_RUBRIC, JUDGE_SYSTEM, delimit
+from reag.spec.prompts import JUDGE_RUBRIC, JUDGE_SYSTEM
+from reag.untrusted import fence
 
 
 class JudgeGrade(BaseModel):
@@ -40,7 +41,8 @@ class SpecJudge(Agent):
             Message("system", JUDGE_SYSTEM),
             Message(
                 "user",
-                f"{delimit('reference_srs', ref)}\n\n{delimit('generated_srs', gen)}\n\n"
+                f"{fence('untrusted_reference_srs', ref)}\n\n"
+                f"{fence('untrusted_generated_srs', gen)}\n\n"
                 "Grade the generated specification.",
             ),
         ]

@@ -12,9 +12,10 @@ from reag.llm.base import Message
 from reag.spec.agent import Agent
 from reag.spec.document import NOT_SPECIFIED, SrsDocument, is_blank
 from reag.spec.generator import Generator
-from reag.spec.prompts import ORCHESTRATOR_SUMMARY, delimit
+from reag.spec.prompts import ORCHESTRATOR_SUMMARY
 from reag.spec.runlog import ValidationRecord
 from reag.spec.template import Leaf
+from reag.untrusted import fence
 
 
 class Orchestrator(Agent):
@@ -24,7 +25,7 @@ class Orchestrator(Agent):
         """The project summary S; the brief itself when the model returns nothing usable."""
         messages = [
             Message("system", ORCHESTRATOR_SUMMARY),
-            Message("user", f"{delimit('brief', brief)}\n\nWrite the project summary."),
+            Message("user", f"{fence('untrusted_brief', brief)}\n\nWrite the project summary."),
         ]
         summary = (await self._chat("project summary", messages)).strip()
         if is_blank(summary):

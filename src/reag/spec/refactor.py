@@ -15,8 +15,9 @@ from reag.llm.base import Message, StructuredOutputError
 from reag.llm.client import LLMClient
 from reag.spec.agent import Agent, RunContext
 from reag.spec.document import SrsDocument
-from reag.spec.prompts import REFACTOR_REVIEW, delimit
+from reag.spec.prompts import REFACTOR_REVIEW
 from reag.spec.settings import AgentSettings
+from reag.untrusted import fence
 
 Quality = Literal["ambiguity", "completeness", "consistency", "verifiability"]
 # Bounds keep a schema-constrained reply inside the refactor agent's output budget.
@@ -62,11 +63,13 @@ class Refactor(Agent):
     def review_messages(
         self, document: SrsDocument, verification: list[str], human_feedback: list[str]
     ) -> list[Message]:
-        parts = [delimit("draft_srs", cut_at_line(document.to_markdown(), self.max_draft_chars))]
+        parts = [
+            fence("untrusted_draft_srs", cut_at_line(document.to_markdown(), self.max_draft_chars))
+        ]
         if verification:
-            parts.append(delimit("verification_comments", bullets(verification)))
+            parts.append(fence("untrusted_verification_comments", bullets(verification)))
         if human_feedback:
-            parts.append(delimit("reviewer_feedback", bullets(human_feedback)))
+            parts.append(fence("untrusted_reviewer_feedback", bullets(human_feedback)))
         parts.append("List the improvement commands.")
         return [Message("system", REFACTOR_REVIEW), Message("user", "\n\n".join(parts))]
 

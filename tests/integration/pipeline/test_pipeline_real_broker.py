@@ -58,7 +58,9 @@ def reasoning_script(messages: Sequence[Message], options: dict[str, Any]) -> st
     """Every document relevant; its first sentence cited word for word."""
     if options["json_schema"]["title"] == "ApplicationAnalysis":
         return json.dumps({"analysis": "The user needs advice that fits their condition."})
-    body = re.search(r"<document [^>]*>\n(.*?)\n</document>", messages[-1].content, re.S)
+    body = re.search(
+        r"<untrusted_document [^>]*>\n(.*?)\n</untrusted_document>", messages[-1].content, re.S
+    )
     first = re.split(r"(?<=[.!?])\s", body.group(1).strip())[0] if body else ""
     return json.dumps(
         {

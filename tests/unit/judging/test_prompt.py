@@ -11,8 +11,8 @@ from reag.judging.prompt import (
     annotator_prefix,
     annotator_prompts,
     case_part,
-    neutralise,
 )
+from reag.untrusted import neutralise
 
 from .conftest import make_pool, make_request
 

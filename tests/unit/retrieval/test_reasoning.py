@@ -40,7 +40,7 @@ def scripted(messages: Sequence[Message], options: dict[str, Any]) -> str:
     prompt = messages[-1].content
     if "application analysis" in prompt:
         return json.dumps({"analysis": "The user with type 2 diabetes wants [FR-1] applied."})
-    doc_id = re.search(r'<document id="([^"]+)"', prompt)
+    doc_id = re.search(r'<untrusted_document id="([^"]+)"', prompt)
     assert doc_id is not None
     if doc_id.group(1) == "requirement/FR-1":
         return json.dumps(

@@ -89,7 +89,9 @@ def test_human_feedback_typed_at_the_prompt_reaches_the_refactor_agent(
     assert result.exit_code == 0, result.output
     assert (tmp_path / "srs.round1-draft.md").is_file()
     refactor_prompts = [
-        c.payload[1].content for c in scripted.calls if "<untrusted_draft_srs>" in c.payload[-1].content
+        c.payload[1].content
+        for c in scripted.calls
+        if "<untrusted_draft_srs>" in c.payload[-1].content
     ]
     assert len(refactor_prompts) == 1
     assert "- Add the 3 second limit\n- List allergens" in refactor_prompts[0]

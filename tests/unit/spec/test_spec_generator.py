@@ -24,8 +24,9 @@ async def test_draft_writes_every_leaf_with_the_outline_in_the_system_message(fa
     system = provider.calls[0].payload[0].content
     assert "3.1.4 Communications interfaces" in system
     assert provider.calls[0].options["temperature"] == 0.8
-    assert "<elicitation_report>\nthe report\n</elicitation_report>" in fakes.user_text(
-        provider.calls[0].payload
+    assert (
+        "<untrusted_elicitation_report>\nthe report\n</untrusted_elicitation_report>"
+        in fakes.user_text(provider.calls[0].payload)
     )
 
 
@@ -54,7 +55,7 @@ async def test_revise_rewrites_only_addressed_sections_and_shows_the_commands(fa
     assert sections == ["2.3"]
     assert len(provider.calls) == 1
     prompt = fakes.user_text(provider.calls[0].payload)
-    assert "<current_section>\nOld text of 2.3.\n</current_section>" in prompt
+    assert "<untrusted_current_section>\nOld text of 2.3.\n</untrusted_current_section>" in prompt
     assert "- Name the users." in prompt
     assert revised.text("2.3") == "The system shall do what section 2.3 requires."
     assert document.text("2.3") == "Old text of 2.3."  # the earlier draft is left as it was

@@ -68,8 +68,14 @@ async def test_interviewer_sees_the_turn_counter_and_the_last_exchange_delimited
     await run_elicitation(interviewer, stakeholder, "summary")
     second = fakes.user_text(inter.calls[1].payload)
     assert "turn 2 of at most 10" in second
-    assert "<previous_question>\nQuestion number 1?\n</previous_question>" in second
-    assert "<previous_answer>\nShoppers; results within 3 s.\n</previous_answer>" in second
+    assert (
+        "<untrusted_previous_question>\nQuestion number 1?\n</untrusted_previous_question>"
+        in second
+    )
+    assert (
+        "<untrusted_previous_answer>\nShoppers; results within 3 s.\n</untrusted_previous_answer>"
+        in second
+    )
     # The exit tool is offered as structured output: the schema travels with the call.
     schema = inter.calls[0].options["json_schema"]
     assert schema["properties"]["action"]["enum"] == ["ask", "exit_interview"]
@@ -79,7 +85,7 @@ async def test_stakeholder_answers_from_question_and_summary_only(fakes: Any) ->
     interviewer, stakeholder, _, stake, _ = agents(fakes, fakes.asks_then_exits(2))
     await run_elicitation(interviewer, stakeholder, "THE SUMMARY")
     second = fakes.user_text(stake.calls[1].payload)
-    assert "<project_summary>\nTHE SUMMARY\n</project_summary>" in second
+    assert "<untrusted_project_summary>\nTHE SUMMARY\n</untrusted_project_summary>" in second
     assert "Question number 2?" in second
     assert "Question number 1?" not in second
     assert stake.calls[1].options["temperature"] == 1.0

@@ -28,7 +28,7 @@ async def test_grade_comes_with_rubric_findings_and_settings(fakes: Any) -> None
     assert out["findings"]["completeness"] == "misses allergens"
     assert out["settings"]["generated_cut"] is True  # 8 characters cut to 5
     prompt = fakes.user_text(provider.calls[0].payload)
-    assert "<generated_srs>\ngen t\n</generated_srs>" in prompt
+    assert "<untrusted_generated_srs>\ngen t\n</untrusted_generated_srs>" in prompt
     assert provider.calls[0].options["temperature"] == 0.0
 
 

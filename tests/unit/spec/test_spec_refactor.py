@@ -43,6 +43,9 @@ async def test_review_sees_a_bounded_draft_and_returns_commands(fakes: Any) -> N
     assert [c.section for c in commands] == ["3.3"]  # a blank command is dropped
     prompt = fakes.user_text(provider.calls[0].payload)
     assert "[... draft cut here:" in prompt
-    assert "<verification_comments>\n- 2.6 is not specified\n</verification_comments>" in prompt
-    assert "<reviewer_feedback>" not in prompt
+    assert (
+        "<untrusted_verification_comments>\n- 2.6 is not specified\n"
+        "</untrusted_verification_comments>" in prompt
+    )
+    assert "<untrusted_reviewer_feedback>" not in prompt
     assert provider.calls[0].options["temperature"] == 0.2

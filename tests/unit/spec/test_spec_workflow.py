@@ -105,10 +105,10 @@ async def test_human_feedback_reaches_the_refactor_agents_prompt(fakes: Any) -> 
     assert len(refactor_calls) == 2
     prompt = fakes.user_text(refactor_calls[0].payload)
     assert (
-        "<reviewer_feedback>\n- State the 3 second score-card limit\n"
-        "- List the 14 allergens\n</reviewer_feedback>"
+        "<untrusted_reviewer_feedback>\n- State the 3 second score-card limit\n"
+        "- List the 14 allergens\n</untrusted_reviewer_feedback>"
     ) in prompt
-    assert "<draft_srs>" in prompt
+    assert "<untrusted_draft_srs>" in prompt
     assert result.log.refinements[0].human_feedback == [
         "State the 3 second score-card limit",
         "List the 14 allergens",
