@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
+from cachetools import TTLCache, cachedmethod
 from faststream.asgi import AsgiFastStream
 
 from reag.corpus.model import Document
@@ -19,24 +21,28 @@ from services.retriever.handlers import RetrieverDeps, build_router
 from services.retriever.settings import RetrieverSettings
 
 _NEEDS_LLM = ("icralm", "embedding+icralm", "hybrid")
+_MAX_APPS = 1024  # apps whose documents are cached at once: a memory bound, not a limit
 
 
 @dataclass
 class CachedCorpus:
-    """An app's documents, read from the store at most once per ``ttl_s``."""
+    """An app's documents, read from the store at most once per ``ttl_s``.
+
+    The retriever needs them on every event; a re-ingested corpus must still
+    show up within ``ttl_s``, hence a ``cachetools.TTLCache`` and not a dict.
+    """
 
     store: CorpusStore
     ttl_s: float
     clock: Callable[[], float] = time.monotonic
-    _cache: dict[str, tuple[float, list[Document]]] = field(default_factory=dict)
+    _cache: TTLCache[str, list[Document]] = field(init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        self._cache = TTLCache(_MAX_APPS, self.ttl_s, timer=self.clock)
+
+    @cachedmethod(attrgetter("_cache"))
     def __call__(self, app: str) -> list[Document]:
-        now = self.clock()
-        cached = self._cache.get(app)
-        if cached is None or now - cached[0] >= self.ttl_s:
-            cached = (now, self.store.list(app) if app else [])
-            self._cache[app] = cached
-        return cached[1]
+        return self.store.list(app) if app else []
 
 
 def build_deps(settings: RetrieverSettings) -> RetrieverDeps:
