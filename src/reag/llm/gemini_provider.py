@@ -10,7 +10,6 @@ log-probabilities are exposed, so continuation scoring is refused.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -35,7 +34,7 @@ from reag.llm.base import (
     error_for_status,
 )
 from reag.llm.openai_provider import SCORING_MODELS
-from reag.llm.sampling import SAMPLING_TEMPERATURE, as_messages, label_probs_by_sampling
+from reag.llm.sampling import SAMPLING_TEMPERATURE, LogprobsReply, LogprobsThenSampling
 
 TOP_LOGPROBS = 20
 
@@ -74,6 +73,20 @@ def _split(messages: Sequence[Message]) -> tuple[str | None, list[types.Content]
     return system, contents
 
 
+def _first_token_alternatives(response: types.GenerateContentResponse) -> list[tuple[str, float]]:
+    """(token, log-probability) of the first answer token's top candidates; [] when absent."""
+    if not response.candidates:
+        return []
+    result = response.candidates[0].logprobs_result
+    if result is None or not result.top_candidates:
+        return []
+    return [
+        (alt.token or "", alt.log_probability)
+        for alt in result.top_candidates[0].candidates or []
+        if alt.log_probability is not None
+    ]
+
+
 class GeminiProvider:
     def __init__(
         self,
@@ -94,8 +107,17 @@ class GeminiProvider:
             api_key=api_key,
             http_options=types.HttpOptions(timeout=int(timeout_s * 1000)),
         )
-        self._logprobs_refused = False
         self._can_skip_thinking = "2.5-flash" in model_name
+        # A label needs a few tokens, unless the model thinks before it answers.
+        self._label_max_tokens = 8 if self._can_skip_thinking else 1024
+        self._label_probs = LogprobsThenSampling(
+            self.model,
+            request=self._request_logprobs,
+            is_refusal=lambda exc: "logprob" in str(exc).lower(),
+            chat=self.chat,
+            sampling_max_tokens=self._label_max_tokens,
+            sampling_temperature=SAMPLING_TEMPERATURE,
+        )
 
     async def _generate(
         self,
@@ -148,70 +170,20 @@ class GeminiProvider:
         *,
         n_samples: int = 5,
     ) -> LabelProbs:
-        started = time.perf_counter()
-        usage = Usage()
-        calls = 0
-        if not self._logprobs_refused:
-            config = types.GenerateContentConfig(
-                temperature=0.0,
-                response_logprobs=True,
-                logprobs=TOP_LOGPROBS,
-                max_output_tokens=8 if self._can_skip_thinking else 1024,
-            )
-            if self._can_skip_thinking:
-                config.thinking_config = types.ThinkingConfig(thinking_budget=0)
-            try:
-                response = await self._generate(as_messages(prompt), config)
-            except PermanentLLMError as exc:
-                if "logprob" not in str(exc).lower():
-                    raise
-                self._logprobs_refused = True
-            else:
-                calls = 1
-                usage = _usage(response.usage_metadata)
-                probs = self._probs_from_logprobs(response, labels)
-                if probs is not None:
-                    mass, normalised = probs
-                    return LabelProbs(
-                        probabilities=normalised,
-                        method="logprobs",
-                        model=self.model,
-                        usage=usage,
-                        latency_s=time.perf_counter() - started,
-                        label_mass=mass,
-                    )
-        return await label_probs_by_sampling(
-            self.chat,
-            self.model,
-            prompt,
-            labels,
-            n_samples,
-            max_tokens=8 if self._can_skip_thinking else 1024,
-            temperature=SAMPLING_TEMPERATURE,
-            prior_usage=usage,
-            prior_calls=calls,
-        )
+        return await self._label_probs(prompt, labels, n_samples)
 
-    @staticmethod
-    def _probs_from_logprobs(
-        response: types.GenerateContentResponse,
-        labels: Sequence[str],
-    ) -> tuple[float, dict[str, float]] | None:
-        if not response.candidates:
-            return None
-        result = response.candidates[0].logprobs_result
-        if result is None or not result.top_candidates:
-            return None
-        keys = {label.strip().lower(): label for label in labels}
-        mass = dict.fromkeys(labels, 0.0)
-        for alt in result.top_candidates[0].candidates or []:
-            label = keys.get((alt.token or "").strip().lower())
-            if label is not None and alt.log_probability is not None:
-                mass[label] += math.exp(alt.log_probability)
-        total = sum(mass.values())
-        if total <= 0:
-            return None
-        return total, {label: m / total for label, m in mass.items()}
+    async def _request_logprobs(self, messages: list[Message]) -> LogprobsReply:
+        """One greedy answer with the first token's top ``TOP_LOGPROBS`` candidates."""
+        config = types.GenerateContentConfig(
+            temperature=0.0,
+            response_logprobs=True,
+            logprobs=TOP_LOGPROBS,
+            max_output_tokens=self._label_max_tokens,
+        )
+        if self._can_skip_thinking:
+            config.thinking_config = types.ThinkingConfig(thinking_budget=0)
+        response = await self._generate(messages, config)
+        return LogprobsReply(_usage(response.usage_metadata), _first_token_alternatives(response))
 
     async def score_continuation(self, context: str, target: str) -> ContinuationScore:
         raise CapabilityError(

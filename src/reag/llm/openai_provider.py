@@ -18,7 +18,6 @@ The SDK's own retries are off so that retries are counted in one place.
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Sequence
@@ -41,7 +40,7 @@ from reag.llm.base import (
     Usage,
     error_for_status,
 )
-from reag.llm.sampling import SAMPLING_TEMPERATURE, as_messages, label_probs_by_sampling
+from reag.llm.sampling import SAMPLING_TEMPERATURE, LogprobsReply, LogprobsThenSampling
 
 TOP_LOGPROBS = 20
 SCORING_MODELS = "local:gemma-3-270m (in process, or through `reag llm serve`)"
@@ -73,8 +72,10 @@ def _usage(raw: Any) -> Usage:
     )
 
 
-def _is_logprob_refusal(exc: openai.BadRequestError) -> bool:
-    return "logprob" in str(exc).lower()
+def _is_logprob_refusal(exc: PermanentLLMError) -> bool:
+    """A 400 from the API that names log-probabilities: the model does not give them."""
+    cause = exc.__cause__
+    return isinstance(cause, openai.BadRequestError) and "logprob" in str(cause).lower()
 
 
 class OpenAIProvider:
@@ -96,12 +97,22 @@ class OpenAIProvider:
         self.model_name = model_name
         self._compatible_server = base_url is not None
         self._reasoning = _REASONING.match(model_name) is not None
-        self._logprobs_refused = self._reasoning
         self._client = client or AsyncOpenAI(
             api_key=api_key or "unused",
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
+        )
+        self._label_probs = LogprobsThenSampling(
+            self.model,
+            request=self._request_logprobs,
+            is_refusal=_is_logprob_refusal,
+            chat=self.chat,
+            # A reasoning model thinks before its label and takes no temperature.
+            sampling_max_tokens=2048 if self._reasoning else 8,
+            sampling_temperature=None if self._reasoning else SAMPLING_TEMPERATURE,
+            # Reasoning models refuse log-probabilities: no point asking.
+            refused=self._reasoning,
         )
 
     def _limits(self, max_tokens: int, temperature: float | None) -> dict[str, Any]:
@@ -157,68 +168,23 @@ class OpenAIProvider:
         *,
         n_samples: int = 5,
     ) -> LabelProbs:
-        started = time.perf_counter()
-        usage = Usage()
-        calls = 0
-        if not self._logprobs_refused:
-            kwargs = self._limits(1, 0.0)
-            kwargs.update(
-                messages=[{"role": m.role, "content": m.content} for m in as_messages(prompt)],
-                logprobs=True,
-                top_logprobs=TOP_LOGPROBS,
-            )
-            try:
-                response = await self._create(**kwargs)
-            except PermanentLLMError as exc:
-                cause = exc.__cause__
-                if not (isinstance(cause, openai.BadRequestError) and _is_logprob_refusal(cause)):
-                    raise
-                self._logprobs_refused = True
-            else:
-                calls = 1
-                usage = _usage(response.usage)
-                probs = self._probs_from_logprobs(response, labels)
-                if probs is not None:
-                    mass, normalised = probs
-                    return LabelProbs(
-                        probabilities=normalised,
-                        method="logprobs",
-                        model=self.model,
-                        usage=usage,
-                        latency_s=time.perf_counter() - started,
-                        label_mass=mass,
-                    )
-        return await label_probs_by_sampling(
-            self.chat,
-            self.model,
-            prompt,
-            labels,
-            n_samples,
-            max_tokens=2048 if self._reasoning else 8,
-            temperature=None if self._reasoning else SAMPLING_TEMPERATURE,
-            prior_usage=usage,
-            prior_calls=calls,
-        )
+        return await self._label_probs(prompt, labels, n_samples)
 
-    @staticmethod
-    def _probs_from_logprobs(
-        response: Any,
-        labels: Sequence[str],
-    ) -> tuple[float, dict[str, float]] | None:
+    async def _request_logprobs(self, messages: list[Message]) -> LogprobsReply:
+        """One token, greedy, with its top ``TOP_LOGPROBS`` alternatives."""
+        kwargs = self._limits(1, 0.0)
+        kwargs.update(
+            messages=[{"role": m.role, "content": m.content} for m in messages],
+            logprobs=True,
+            top_logprobs=TOP_LOGPROBS,
+        )
+        response = await self._create(**kwargs)
         choice = response.choices[0] if response.choices else None
         content = getattr(getattr(choice, "logprobs", None), "content", None)
-        if not content:
-            return None
-        keys = {label.strip().lower(): label for label in labels}
-        mass = dict.fromkeys(labels, 0.0)
-        for alt in content[0].top_logprobs or []:
-            label = keys.get(alt.token.strip().lower())
-            if label is not None:
-                mass[label] += math.exp(alt.logprob)
-        total = sum(mass.values())
-        if total <= 0:
-            return None
-        return total, {label: m / total for label, m in mass.items()}
+        alternatives = (
+            [(alt.token, alt.logprob) for alt in content[0].top_logprobs or []] if content else []
+        )
+        return LogprobsReply(_usage(response.usage), alternatives)
 
     async def score_continuation(self, context: str, target: str) -> ContinuationScore:
         raise CapabilityError(
