@@ -41,19 +41,19 @@ from pathlib import Path
 
 import httpx
 
-from reag.calibration.labelled import read_labelled
 from reag.calibration.store import CalibrationItem, CalibrationStore
 from reag.judging import prompt as judge_prompt
 from reag.judging.exemplars import AnnotatorSets, LabelledExample
 from reag.judging.pinning import pinned_annotator_sets
 from reag.judging.settings import CascadeSettings
+from reag.labelled.files import read_labelled
 from reag.llm import Caller, LLMClient, LLMSettings, Message
 from reag.llm.llama_engine import LlamaEngine
 from reag.llm.local import LocalProvider
 from reag.llm.registry import make_client
 from reag.settings import ReagSettings
-from shell.stack.tansu import free_port
 from reag.v1 import events_pb2 as pb
+from shell.stack.tansu import free_port
 
 LABELS = ["YES", "NO"]
 N_ANNOTATORS = 5

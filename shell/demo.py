@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from reag.apps import AppConfig, load_app
-from shell.stack import supervisor
 from reag.v1 import events_pb2 as pb
+from shell.stack import supervisor
 
 Echo = Callable[[str], None]
 
@@ -141,9 +141,11 @@ def _ingest_corpus(config: AppConfig, dsn: str, echo: Echo) -> None:
 async def _calibrate(
     config: AppConfig, options: DemoOptions, bootstrap: str, echo: Echo
 ) -> list[pb.Threshold]:
-    from reag.calibration.labelled import ingest_and_calibrate, make_tier_clients
     from reag.calibration.store import CalibrationStore
     from reag.judging.settings import CascadeSettings
+    from reag.labelled.calibrate import ingest_and_calibrate
+    from reag.labelled.clients import make_tier_clients
+    from reag.labelled.fitting import FitSpec
     from services.calibrator.publish import publish_thresholds
     from services.kit.settings import KafkaSettings
 
@@ -166,9 +168,8 @@ async def _calibrate(
             store,
             clients,
             settings,
+            FitSpec(alpha=options.alpha, delta=options.delta),
             app=config.name,
-            alpha=options.alpha,
-            delta=options.delta,
             progress=progress,
         )
     finally:
@@ -345,8 +346,8 @@ def _demo_spend() -> tuple[float, float, float]:
 async def _run_cases(
     config: AppConfig, options: DemoOptions, state: supervisor.StackState, dsn: str, echo: Echo
 ) -> dict[str, CaseWatch]:
-    from shell.kafka_io.probes import elicit_and_publish
     from reag.ledger.store import LedgerStore
+    from shell.kafka_io.probes import elicit_and_publish
 
     traffic, failed = await elicit_and_publish(
         config,

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from faststream.kafka import KafkaRouter
 
 from reag import metrics
-from reag.calibration.labelled import LabelledCalibration, build_judges, calibrate_app
 from reag.calibration.store import CalibrationStore, item_from_review
+from reag.labelled.calibrate import LabelledCalibration, calibrate_app
+from reag.labelled.clients import build_judges
+from reag.labelled.fitting import FitSpec
 from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
 from services.calibrator.publish import threshold_emits
@@ -47,11 +49,13 @@ async def recalibrate(
         deps.store,
         app,
         judges,
-        alpha=settings.alpha,
-        delta=settings.delta,
-        mode=settings.mode,
-        tau=settings.tau,
-        grid=settings.candidate_grid(),
+        FitSpec(
+            alpha=settings.alpha,
+            delta=settings.delta,
+            mode=settings.mode,
+            tau=settings.tau,
+            grid=settings.candidate_grid(),
+        ),
         trigger=trigger,
     )
     log.info(

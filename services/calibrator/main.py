@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from faststream.asgi import AsgiFastStream
 
-from reag.calibration.labelled import make_tier_clients
 from reag.calibration.store import CalibrationStore
+from reag.labelled.clients import make_tier_clients
 from reag.llm.client import LLMClient
 from services.calibrator.handlers import CalibratorDeps, build_router
 from services.calibrator.publish import publish_thresholds

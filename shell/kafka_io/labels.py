@@ -17,14 +17,12 @@ from pathlib import Path
 
 from reag.calibration.cascade import Mode
 from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid
-from reag.calibration.labelled import (
-    LabelledCalibration,
-    Progress,
-    ingest_and_calibrate,
-    make_tier_clients,
-)
 from reag.calibration.scaling import DEFAULT_TAU
 from reag.calibration.store import CalibrationStore
+from reag.labelled.calibrate import LabelledCalibration, ingest_and_calibrate
+from reag.labelled.clients import make_tier_clients
+from reag.labelled.fitting import FitSpec
+from reag.labelled.scoring import Progress
 from reag.llm.client import LLMClient
 from services.calibrator.publish import publish_thresholds
 from services.calibrator.settings import CalibratorSettings
@@ -67,12 +65,8 @@ def calibrate_from_labels(
             calibration,
             tier_clients,
             settings,
+            FitSpec(alpha=alpha, delta=delta, mode=mode, tau=tau, grid=grid),
             app=app,
-            alpha=alpha,
-            delta=delta,
-            mode=mode,
-            tau=tau,
-            grid=grid,
             progress=progress,
         )
         published = 0

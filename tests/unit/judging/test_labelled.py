@@ -7,15 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from reag.calibration.labelled import (
-    LabelledFileError,
-    ingest_and_calibrate,
-    read_labelled,
-    score_labelled_file,
-    score_labelled_set,
-)
 from reag.calibration.store import CalibrationStore
 from reag.judging.settings import CascadeSettings
+from reag.labelled.calibrate import ingest_and_calibrate
+from reag.labelled.files import LabelledFileError, read_labelled
+from reag.labelled.fitting import FitSpec
+from reag.labelled.scoring import score_labelled_file, score_labelled_set
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
 from reag.llm.prices import ModelPrice, PriceTable
@@ -44,13 +41,13 @@ async def test_a_second_run_makes_no_llm_call(store: CalibrationStore, tmp_path:
     providers = three_providers()
     clients = tier_clients(*providers)
     first = await ingest_and_calibrate(
-        path, store, clients, CascadeSettings(), alpha=0.2, delta=0.1
+        path, store, clients, CascadeSettings(), FitSpec(alpha=0.2, delta=0.1)
     )
     calls = [len(p.calls) for p in providers]
     assert calls[0] == 40 * 5
     assert first.stats.calls == sum(calls)
     second = await ingest_and_calibrate(
-        path, store, clients, CascadeSettings(), alpha=0.2, delta=0.1
+        path, store, clients, CascadeSettings(), FitSpec(alpha=0.2, delta=0.1)
     )
     assert [len(p.calls) for p in providers] == calls
     assert second.stats.calls == 0
@@ -65,7 +62,7 @@ async def test_cascade_mode_scores_a_tier_only_on_what_lower_tiers_leave(
     path = write_labelled(tmp_path / "labels.jsonl", 40)
     providers = three_providers()
     result = await ingest_and_calibrate(
-        path, store, tier_clients(*providers), CascadeSettings(), alpha=0.2, delta=0.1
+        path, store, tier_clients(*providers), CascadeSettings(), FitSpec(alpha=0.2, delta=0.1)
     )
     # Tier 1 is sure (and right) on the 20 SURE items and accepts exactly those.
     fit1 = result.calibration.fit_for(1)
@@ -91,9 +88,7 @@ async def test_independent_and_system_modes(store: CalibrationStore, tmp_path: P
         store,
         tier_clients(*providers),
         CascadeSettings(),
-        alpha=0.2,
-        delta=0.1,
-        mode="independent",
+        FitSpec(alpha=0.2, delta=0.1, mode="independent"),
     )
     assert [len(p.calls) for p in providers] == [200, 200, 200]
     assert all(t.n_calibration == 40 for t in ind.thresholds)
@@ -102,9 +97,7 @@ async def test_independent_and_system_modes(store: CalibrationStore, tmp_path: P
         store,
         tier_clients(*providers),
         CascadeSettings(),
-        alpha=0.2,
-        delta=0.1,
-        mode="system",
+        FitSpec(alpha=0.2, delta=0.1, mode="system"),
     )
     assert [len(p.calls) for p in providers] == [200, 200, 200]  # all reused
     assert [t.delta for t in system.thresholds] == pytest.approx([0.1 / 3] * 3)
@@ -126,7 +119,7 @@ async def test_tiers_running_one_model_share_its_scores_and_still_pay(
     assert by[item, 3].cost_usd == by[item, 1].cost_usd
     assert by[item, 2].confidence == by[item, 1].confidence
     result = await ingest_and_calibrate(
-        path, store, [client] * 3, CascadeSettings(), alpha=0.2, delta=0.1
+        path, store, [client] * 3, CascadeSettings(), FitSpec(alpha=0.2, delta=0.1)
     )
     assert len(provider.calls) == 200
     assert "same model" in result.model_note()
@@ -200,7 +193,7 @@ def test_reag_calibrate_labels_runs_the_judges_through_the_cli(
     from typer.testing import CliRunner
 
     from shell.cli.main import app
-    from services.calibrator import labels
+    from shell.kafka_io import labels
 
     providers = three_providers()
     monkeypatch.setattr(

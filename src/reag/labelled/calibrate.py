@@ -1,0 +1,100 @@
+"""One calibration of one app: score what is missing, fit every tier, record the thresholds.
+
+The calibrator service runs ``calibrate_app`` on the items already in the
+store (reviews add them); ``reag calibrate --labels`` and the demo run
+``ingest_and_calibrate``, which first adds a labelled file's items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reag import metrics
+from reag.calibration.cascade import CascadeCalibration
+from reag.calibration.errors import CalibrationError
+from reag.calibration.scores import ScoreRecord
+from reag.calibration.store import CalibrationStore
+from reag.judging.judge import TierJudge
+from reag.judging.settings import CascadeSettings
+from reag.labelled.clients import build_judges
+from reag.labelled.files import read_labelled, select_app
+from reag.labelled.fitting import FitSpec, thresholds_from
+from reag.labelled.scoring import Progress, ScoringStats, score_for_calibration
+from reag.llm.client import LLMClient
+from reag.v1 import events_pb2 as pb
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledCalibration:
+    """A finished calibration of one app: its fit, its thresholds, what scoring cost."""
+
+    app: str
+    calibration: CascadeCalibration
+    thresholds: list[pb.Threshold]
+    records: list[ScoreRecord]
+    models: tuple[str, ...]
+    prompt_version: str
+    stats: ScoringStats
+
+    def model_note(self) -> str:
+        """Says plainly when the tiers are one model: then the cascade cannot add signal."""
+        if len(set(self.models)) == 1:
+            return (
+                f"all {len(self.models)} tiers run the same model, {self.models[0]}: "
+                "escalation asks the same judge again. Name different models per tier "
+                "with REAG_TIER_MODELS (cheapest first)."
+            )
+        return "tier models: " + " → ".join(self.models)
+
+
+async def calibrate_app(
+    store: CalibrationStore,
+    app: str,
+    judges: Sequence[TierJudge],
+    spec: FitSpec,
+    *,
+    trigger: str = "cli",
+    score_all: bool = False,
+    progress: Progress | None = None,
+) -> LabelledCalibration:
+    """Score what is missing, fit every tier, and record the thresholds in the history."""
+    items = store.items(app)
+    if not items:
+        raise CalibrationError(
+            f"the calibration store has no labelled items for app {app!r}; add some with "
+            "`reag calibrate --labels FILE` or through reviews"
+        )
+    stats = ScoringStats()
+    records = await score_for_calibration(
+        store, judges, app, items, spec, score_all=score_all, stats=stats, progress=progress
+    )
+    calibration = spec.fit(records, len(judges))
+    models = tuple(j.model for j in judges)
+    thresholds = thresholds_from(calibration, app, models)
+    version = judges[0].prompt_version if judges else ""
+    store.record_thresholds(thresholds, prompt_version=version, trigger=trigger)
+    metrics.CALIBRATION_RUNS.labels(trigger).inc()
+    return LabelledCalibration(app, calibration, thresholds, records, models, version, stats)
+
+
+async def ingest_and_calibrate(
+    path: Path,
+    store: CalibrationStore,
+    clients: Sequence[LLMClient],
+    settings: CascadeSettings,
+    spec: FitSpec,
+    *,
+    app: str | None = None,
+    score_all: bool = False,
+    progress: Progress | None = None,
+) -> LabelledCalibration:
+    """``reag calibrate --labels``: add the file's items to the store, then ``calibrate_app``."""
+    items = read_labelled(path)
+    chosen = select_app(items, app)
+    store.add_items([i for i in items if i.app == chosen])
+    judges = build_judges(store, chosen, clients, settings)
+    return await calibrate_app(
+        store, chosen, judges, spec, trigger="cli", score_all=score_all, progress=progress
+    )

@@ -1,0 +1,83 @@
+"""Fitting the cascade's thresholds from score records, and publishing them as messages.
+
+``FitSpec`` is the one place a fit's parameters are named: scoring needs
+them for its partial fits (which items reach the next tier) and the run
+for its final fit, and the two must be the same fit for the partial ones
+to be exactly the final fit's first tiers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from reag.calibration.cascade import CascadeCalibration, Mode, calibrate_table
+from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid
+from reag.calibration.scaling import DEFAULT_TAU
+from reag.calibration.scores import ScoreRecord, pivot
+from reag.judging.settings import N_TIERS
+from reag.v1 import events_pb2 as pb
+
+
+@dataclass(frozen=True, slots=True)
+class FitSpec:
+    """What a fit is asked for: risk α with confidence 1-δ, the mode, τ and the λ grid."""
+
+    alpha: float
+    delta: float
+    mode: Mode = "cascade"
+    tau: int = DEFAULT_TAU
+    grid: Grid = DEFAULT_GRID
+
+    def fit(self, records: Sequence[ScoreRecord], n_tiers: int) -> CascadeCalibration:
+        """Fit tiers 1..n_tiers of an ``N_TIERS`` cascade from the records so far.
+
+        Under system mode each tier is tested at δ/N_TIERS whatever the number of
+        tiers fit so far, so a partial fit's tiers equal the full fit's.
+        """
+        tier_delta = self.delta * n_tiers / N_TIERS if self.mode == "system" else self.delta
+        return calibrate_table(
+            pivot(records, n_tiers=n_tiers),
+            alpha=self.alpha,
+            delta=tier_delta,
+            mode=self.mode,
+            tau=self.tau,
+            grid=self.grid,
+        )
+
+
+def thresholds_from(
+    calibration: CascadeCalibration,
+    app: str,
+    models: Sequence[str],
+    computed_at: datetime | None = None,
+) -> list[pb.Threshold]:
+    """One pb.Threshold per tier, as published on reag.thresholds.v1."""
+    stamp = Timestamp()
+    stamp.FromDatetime(computed_at or datetime.now(UTC))
+    out: list[pb.Threshold] = []
+    for t, fit in enumerate(calibration.tiers, start=1):
+        threshold = pb.Threshold(
+            app=app,
+            tier=t,
+            model=models[t - 1],
+            has_threshold=fit.threshold is not None,
+            alpha=calibration.alpha,
+            delta=fit.delta,
+            n_calibration=fit.n,
+            n_accepted=fit.n_accepted,
+            calibration_hash=calibration.calibration_hash,
+            mode=calibration.mode,
+            temperature=fit.temperature,
+            reason=fit.reason,
+        )
+        if fit.threshold is not None:
+            threshold.threshold = fit.threshold
+            threshold.risk = fit.risk or 0.0
+            threshold.risk_upper = fit.risk_upper or 0.0
+        threshold.computed_at.CopyFrom(stamp)
+        out.append(threshold)
+    return out
