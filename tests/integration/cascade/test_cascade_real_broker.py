@@ -18,7 +18,6 @@ from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
 from services.calibrator.handlers import CalibratorDeps
 from services.calibrator.handlers import build_router as build_calibrator
-from shell.kafka_io.labels import calibrate_from_labels
 from services.calibrator.main import republish_latest
 from services.calibrator.settings import CalibratorSettings
 from services.kit.admin import ensure_topics
@@ -27,6 +26,7 @@ from services.kit.settings import KafkaSettings
 from services.kit.testing import produce_events as produce
 from services.kit.testing import read_events as read_until
 from services.kit.topology import ABSTAINS, JUDGE_TIER, REVIEWS, THRESHOLDS, VERDICTS
+from shell.kafka_io.labels import calibrate_from_labels
 
 from .conftest import (
     Cascade,

@@ -15,7 +15,6 @@ import typer
 from google.protobuf.message import Message
 from typer.testing import CliRunner
 
-from shell.cli import review as review_cli
 from reag.ledger.outcome import is_reviewed, reviewer_of
 from reag.ledger.store import LedgerStore
 from reag.review.labels import ScriptedLabeler
@@ -28,8 +27,9 @@ from services.kit.testing import produce_events as produce
 from services.kit.testing import read_events
 from services.kit.topology import ABSTAINS, ORACLES, RESULTS, REVIEWS, VERDICTS
 from services.ledger.handlers import build_router
-from shell.kafka_io.review import KafkaReviewIO
 from services.ledger.settings import LedgerSettings
+from shell.cli import review as review_cli
+from shell.kafka_io.review import KafkaReviewIO
 from tests.unit.ledger.conftest import TIER_COSTS, YES, Events
 
 pytestmark = [pytest.mark.kafka]

@@ -22,16 +22,16 @@ import uvicorn
 from typer.testing import CliRunner
 
 from reag.apps import load_app
-from shell.cli.elicit import register
 from reag.corpus.model import Document
 from reag.corpus.store import CorpusStore
 from reag.ids import case_id_for
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
+from reag.v1 import events_pb2 as pb
+from shell.cli.elicit import register
 from shell.sampleapp.server import create_sample_app
 from shell.stack.tansu import free_port
-from reag.v1 import events_pb2 as pb
 
 pytestmark = [pytest.mark.kafka]
 

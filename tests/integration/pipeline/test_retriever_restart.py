@@ -26,11 +26,11 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from reag.corpus.model import Document
 from reag.corpus.store import CorpusStore
 from reag.retrieval.intention import make_intention
-from shell.stack.tansu import free_port
 from reag.v1 import events_pb2 as pb
 from services.kit.admin import ensure_topics
 from services.kit.settings import KafkaSettings
 from services.kit.topology import INTENTIONS, INTERPRETATIONS
+from shell.stack.tansu import free_port
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

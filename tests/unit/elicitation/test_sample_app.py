@@ -15,8 +15,8 @@ from reag.elicitation.targets import OpenAICompatibleTarget, TargetError, Target
 from reag.llm.base import InvalidRequestError, Message
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
-from shell.sampleapp.server import create_sample_app
 from reag.v1 import events_pb2 as pb
+from shell.sampleapp.server import create_sample_app
 
 
 def served(app: FastAPI) -> httpx2.AsyncClient:

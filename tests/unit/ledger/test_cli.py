@@ -9,10 +9,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from shell.cli import results as results_cli
 from reag.ledger.gate import InvalidRateError, NoResultsError, evaluate_gate
 from reag.ledger.store import LedgerStore
 from reag.v1 import events_pb2 as pb
+from shell.cli import results as results_cli
 
 from .conftest import NO, TIER_COSTS, YES, Events
 

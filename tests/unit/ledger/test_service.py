@@ -9,13 +9,13 @@ from faststream.kafka import KafkaBroker, TestKafkaBroker
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from reag.ledger.store import LedgerStore
-from shell.stack.tansu import free_port
 from reag.v1 import api_pb2, api_pb2_grpc
 from reag.v1 import events_pb2 as pb
 from services.kit.topology import ABSTAINS, DLQ, ORACLES, RESULTS, REVIEWS, VERDICTS
 from services.ledger.handlers import build_router
 from services.ledger.main import create_app
 from services.ledger.settings import LedgerSettings
+from shell.stack.tansu import free_port
 
 from .conftest import NO, YES, Events
 

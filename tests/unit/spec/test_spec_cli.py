@@ -9,10 +9,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from shell.cli.spec import register, title_of
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
 from reag.spec.template import load_template
+from shell.cli.spec import register, title_of
 
 BRIEF = "# Project brief: NutriLens (illustrative)\n\nA phone app that rates food labels.\n"
 

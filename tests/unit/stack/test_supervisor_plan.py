@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from shell.stack import supervisor
 from services.kit.topology import SERVICES
+from shell.stack import supervisor
 
 
 def test_the_plan_runs_every_topology_service_once_with_distinct_ports(tmp_path: Path) -> None:
