@@ -1,7 +1,11 @@
 """One tier's judge: N simulated annotators, their label probabilities, confidence (eq. 4).
 
-c(x) = (1/N) Σ_j max_y p_j(y | x), the verdict is the label with the highest
-mean probability over annotators. Cost is honest: every call made is
+c(x) = max_y (1/N) Σ_j p_j(y | x): the annotators' label distributions are
+averaged first, and the confidence is the largest mean probability; the
+verdict is that label (REAG eq. 4; Jung et al., "Trust or Escalate").
+Averaging first is what makes disagreement count: two annotators certain of
+opposite labels give c = 0.5, not 1, so a threshold calibrated on c can only
+accept cases the annotators agree on. Cost is honest: every call made is
 charged, which is N calls with token log-probabilities and N × samples in the
 sampling fallback (the LLM layer reports both in ``LabelProbs``).
 """
@@ -79,6 +83,16 @@ class Judgement:
     def mean_p_yes(self) -> float:
         return sum(self.p_yes) / len(self.p_yes)
 
+    @property
+    def distributions(self) -> tuple[dict[Label, float], ...]:
+        """Each annotator's label distribution, renormalised over YES and NO.
+
+        These are the distributions the confidence was computed from, so
+        ``max`` over labels of their mean is ``confidence`` (``reag judge``
+        prints them for a case tried by hand).
+        """
+        return tuple({"YES": p, "NO": 1.0 - p} for p in self.p_yes)
+
 
 def _p_yes(result: LabelProbs) -> float:
     probs = result.probabilities
@@ -96,20 +110,23 @@ def _p_yes(result: LabelProbs) -> float:
 def aggregate(results: Sequence[LabelProbs], *, latency_s: float | None = None) -> Judgement:
     """Combine the annotators' label probabilities into one judgement (eq. 4).
 
-    A tie in mean probability is a NO: a criterion is satisfied only when the
-    annotators lean towards it.
+    The mean of the N distributions, then its max: c = max_y (1/N) Σ_j p_j(y).
+    The mean of each annotator's own max would hide disagreement (annotators
+    at P(YES) = 0.9, 0.2 and 0.3 would give 0.8 while their mean leans NO at
+    only 0.53). A tie in mean probability is a NO: a criterion is satisfied
+    only when the annotators lean towards it.
     """
     if not results:
         raise LabelProbsError("no annotator answered; a judgement needs at least one")
     p_yes = tuple(_p_yes(r) for r in results)
-    confidence = sum(max(p, 1.0 - p) for p in p_yes) / len(p_yes)
     mean_yes = sum(p_yes) / len(p_yes)
+    mean_no = sum(1.0 - p for p in p_yes) / len(p_yes)
     usage = Usage()
     for r in results:
         usage = usage + r.usage
     return Judgement(
-        verdict="YES" if mean_yes > 0.5 else "NO",
-        confidence=confidence,
+        verdict="YES" if mean_yes > mean_no else "NO",
+        confidence=max(mean_yes, mean_no),
         p_yes=p_yes,
         method="sampling" if any(r.method == "sampling" for r in results) else "logprobs",
         model=results[0].model,

@@ -42,7 +42,8 @@ async def test_a_tier_judge_on_the_local_model(local_llm_client: LLMClient) -> N
     assert judgement.method == "logprobs"
     assert len(judgement.p_yes) == 3
     assert all(0.0 < p < 1.0 for p in judgement.p_yes)
-    assert judgement.confidence == pytest.approx(sum(max(p, 1 - p) for p in judgement.p_yes) / 3)
+    mean_yes = sum(judgement.p_yes) / 3
+    assert judgement.confidence == pytest.approx(max(mean_yes, 1 - mean_yes))
     assert 0.5 <= judgement.confidence <= 1.0
     assert judgement.n_calls == 3
     assert judgement.usage.prompt_tokens > 3 * 200  # every annotator's whole prompt counted

@@ -32,11 +32,31 @@ def probs(
     )
 
 
-def test_confidence_is_the_mean_of_max_label_probabilities() -> None:
+def test_confidence_is_the_max_of_the_mean_label_distribution() -> None:
     j = aggregate([probs(0.9), probs(0.8), probs(0.3), probs(0.6), probs(0.95)])
-    assert j.confidence == pytest.approx((0.9 + 0.8 + 0.7 + 0.6 + 0.95) / 5)
-    assert j.verdict == "YES"  # mean P(YES) = 0.71
+    assert j.confidence == pytest.approx((0.9 + 0.8 + 0.3 + 0.6 + 0.95) / 5)  # mean P(YES) 0.71
+    assert j.verdict == "YES"
     assert j.p_yes == pytest.approx((0.9, 0.8, 0.3, 0.6, 0.95))
+
+
+def test_disagreement_lowers_confidence_where_the_mean_of_maxima_would_hide_it() -> None:
+    # Each annotator is fairly sure (maxima 0.9, 0.8, 0.7: their mean is 0.8), but not of
+    # the same label: the mean distribution is YES 0.4667, NO 0.5333.
+    j = aggregate([probs(0.9), probs(0.2), probs(0.3)])
+    assert j.confidence == pytest.approx(1.6 / 3)
+    assert j.confidence != pytest.approx(sum(max(p, 1 - p) for p in j.p_yes) / 3)
+    assert j.verdict == "NO"
+
+
+def test_distributions_are_what_the_confidence_is_computed_from() -> None:
+    j = aggregate([probs(0.9), probs(0.2), probs(0.3)])
+    expected = ({"YES": 0.9, "NO": 0.1}, {"YES": 0.2, "NO": 0.8}, {"YES": 0.3, "NO": 0.7})
+    assert len(j.distributions) == len(expected)
+    for got, want in zip(j.distributions, expected, strict=True):
+        assert got == pytest.approx(want)
+    mean = {y: sum(d[y] for d in j.distributions) / 3 for y in ("YES", "NO")}
+    assert j.confidence == pytest.approx(max(mean.values()), abs=1e-12)
+    assert j.verdict == max(mean, key=lambda y: mean[y])
 
 
 def test_verdict_follows_the_mean_probability_not_the_majority() -> None:
@@ -44,13 +64,19 @@ def test_verdict_follows_the_mean_probability_not_the_majority() -> None:
     j = aggregate([probs(0.6), probs(0.6), probs(0.6), probs(0.02), probs(0.31)])
     assert j.verdict == "NO"
     assert j.mean_p_yes == pytest.approx(0.426)
+    assert j.confidence == pytest.approx(0.574)
 
 
-def test_confident_annotators_who_disagree_give_high_confidence() -> None:
-    # Eq. 4 averages each annotator's own certainty, so opposite certainties stay "confident".
+def test_confident_annotators_who_disagree_give_no_confidence() -> None:
+    # Opposite certainties average to an even split: c = 0.5, the least a judgement can have.
     j = aggregate([probs(1.0), probs(0.0)])
-    assert j.confidence == pytest.approx(1.0)
+    assert j.confidence == pytest.approx(0.5)
     assert j.verdict == "NO"  # a tie is not a YES
+
+
+def test_one_annotator_is_its_own_distribution() -> None:
+    assert aggregate([probs(0.3)]).confidence == pytest.approx(0.7)
+    assert aggregate([probs(0.7)]).verdict == "YES"
 
 
 def test_probabilities_are_renormalised_over_yes_and_no() -> None:
