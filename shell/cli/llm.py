@@ -149,10 +149,13 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
     model: ModelOption = None,
 ) -> None:
-    """Load the model once and serve it to services (they set REAG_LLM_LOCAL_URL)."""
+    """Load the model once and serve it to services (they set REAG_LLM_LOCAL_URL).
+
+    Other local models that a request names are loaded on first use, once."""
     import uvicorn
 
     from reag.llm import LLMError, LLMSettings
+    from reag.llm.base import Provider
     from reag.llm.registry import make_provider
     from reag.llm.server import create_app
 
@@ -166,7 +169,11 @@ def serve(
         f"(services: REAG_LLM_LOCAL_URL=http://{host}:{port})",
         err=True,
     )
-    uvicorn.run(create_app(provider), host=host, port=port, log_level="warning")
+
+    def load(other: str) -> Provider:
+        return make_provider(other, settings, in_process=True)
+
+    uvicorn.run(create_app(provider, load), host=host, port=port, log_level="warning")
 
 
 def register(app: typer.Typer) -> None:

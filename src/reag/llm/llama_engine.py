@@ -69,6 +69,7 @@ import numpy.typing as npt
 
 from reag.llm.base import InvalidRequestError, PermanentLLMError
 from reag.llm.kv_slots import Slot, SlotTable
+from reag.llm.local_models import ChatTemplate
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,8 @@ LogitsRow = npt.NDArray[np.float32]
 START_OF_TURN = "<start_of_turn>"
 END_OF_TURN = "<end_of_turn>"
 _GEMMA_ROLES = {"user": "user", "assistant": "model"}
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
 # A block may end at a newline once it has this many tokens (see the module docstring).
 MIN_BLOCK = 8
 DEFAULT_SLOTS = 6
@@ -153,8 +156,15 @@ class LlamaEngine:
         n_threads: int | None = None,
         block: int = 32,
         flash_attn: bool = False,
+        template: ChatTemplate = "gemma",
+        default_system: str | None = None,
     ) -> None:
-        """``n_ctx`` is the context of each of the ``slots`` sequences; their KV memory adds up."""
+        """``n_ctx`` is the context of each of the ``slots`` sequences; their KV memory adds up.
+
+        ``template`` and ``default_system`` are the model's own chat format (from its GGUF's
+        ``tokenizer.chat_template``), rebuilt here token by token so that text inside a turn
+        can never be read as a control token.
+        """
         _prefer_passive_openmp()
         import llama_cpp
         from llama_cpp._internals import LlamaBatch, LlamaContext, LlamaModel
@@ -202,10 +212,18 @@ class LlamaEngine:
         self._current: Slot = self._slots.slots[0]  # the slot a generation extends
         self._ends_line: dict[int, bool] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
+        self.template: ChatTemplate = template
+        self.default_system = default_system
+        markers = (START_OF_TURN, END_OF_TURN) if template == "gemma" else (IM_START, IM_END)
         self._special: dict[str, list[int]] = {
             marker: list(self._model.tokenize(marker.encode(), add_bos=False, special=True))
-            for marker in (START_OF_TURN, END_OF_TURN)
+            for marker in markers
         }
+        if any(len(ids) != 1 for ids in self._special.values()):
+            raise PermanentLLMError(
+                f"{model_path.name} has no single control token for each of {list(markers)}: "
+                f"it does not use the {template} chat template"
+            )
 
     # --- tokens ---------------------------------------------------------------
     def tokenize(self, text: str, *, bos: bool) -> list[int]:
@@ -221,6 +239,32 @@ class LlamaEngine:
             return self._piece_buf.raw[: max(n, 0)]
 
     def chat_ids(self, turns: Sequence[tuple[str, str]]) -> list[int]:
+        """The model's chat markup around (role, text) turns, ending with an open reply turn.
+
+        A final assistant turn is left open, so the model continues it. Turn
+        text is tokenized as plain text: a "<|im_end|>" inside a user's query
+        stays characters, not the end of the turn.
+        """
+        if self.template == "chatml":
+            return self._chatml_ids(turns)
+        return self._gemma_ids(turns)
+
+    def _chatml_ids(self, turns: Sequence[tuple[str, str]]) -> list[int]:
+        """ChatML as Qwen2.5's and SmolLM2's templates write it: a system turn first (the
+        model's default when the chat has none), each turn closed by <|im_end|> and a newline."""
+        convo = list(turns)
+        if (not convo or convo[0][0] != "system") and self.default_system is not None:
+            convo.insert(0, ("system", self.default_system))
+        ids = self.tokenize("", bos=True)
+        for index, (role, text) in enumerate(convo):
+            ids += self._special[IM_START] + self.tokenize(f"{role}\n", bos=False)
+            ids += self.tokenize(text, bos=False)
+            if index == len(convo) - 1 and role == "assistant":
+                return ids
+            ids += self._special[IM_END] + self.tokenize("\n", bos=False)
+        return ids + self._special[IM_START] + self.tokenize("assistant\n", bos=False)
+
+    def _gemma_ids(self, turns: Sequence[tuple[str, str]]) -> list[int]:
         """Gemma turn markup around (role, text) turns, ending with an open model turn.
 
         Gemma has no system role: system text opens the first user turn, as

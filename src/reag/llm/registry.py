@@ -1,11 +1,11 @@
 """From a model string to a ready ``LLMClient``: the only place providers are chosen.
 
-``openai:<model>``, ``gemini:<model>`` and ``local:gemma-3-270m`` (the default).
-The local model is loaded once per process and shared by every client that
-names it (or reached through the model server when ``REAG_LLM_LOCAL_URL`` is
-set); clients of one provider share its concurrency limit; all clients share
-the process's ``CostLedger``. ``fake:`` models are not reachable from here:
-tests construct ``LLMClient(FakeProvider(...))`` themselves.
+``openai:<model>``, ``gemini:<model>`` and ``local:<name>`` (the catalogue in
+``reag.llm.local_models``). Each local model is loaded once per process and
+shared by every client that names it (or reached through the model server
+when ``REAG_LLM_LOCAL_URL`` is set); clients of one provider share its
+concurrency limit; all clients share the process's ``CostLedger``. ``fake:``
+models are not reachable from here: tests construct ``LLMClient(FakeProvider(...))`` themselves.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from reag.llm.settings import LLMSettings
 PROVIDERS = ("openai", "gemini", "local")
 
 _lock = threading.Lock()
-_engines: dict[tuple[Path, int, int, int | None, int], LlamaEngine] = {}
+_engines: dict[tuple[str, Path, int, int, int | None, int], LlamaEngine] = {}
 _limiters: dict[str, ConcurrencyLimiter] = {}
 _prices: dict[Path | None, PriceTable] = {}
 
@@ -48,12 +48,15 @@ def parse_model(model: str) -> tuple[str, str]:
     return provider, name
 
 
-def local_engine(settings: LLMSettings) -> LlamaEngine:
-    """The process's loaded local model for these settings, loading it on first use."""
-    from reag.llm.local import ensure_local_weights
+def local_engine(settings: LLMSettings, name: str = "gemma-3-270m") -> LlamaEngine:
+    """The process's loaded ``local:<name>`` for these settings, loading it on first use."""
+    from reag.llm.local import model_file
+    from reag.llm.local_models import local_model
 
+    spec = local_model(name)
     key = (
-        settings.local_model_path,
+        name,
+        settings.local_model_path if not spec.parts else settings.models_dir,
         settings.local_context,
         settings.local_slots,
         settings.local_threads,
@@ -62,13 +65,15 @@ def local_engine(settings: LLMSettings) -> LlamaEngine:
     with _lock:
         engine = _engines.get(key)
         if engine is None:
-            path = ensure_local_weights(settings.local_model_path)
+            path = model_file(name, settings.local_model_path, settings.models_dir)
             engine = LlamaEngine(
                 path,
                 n_ctx=settings.local_context,
                 slots=settings.local_slots,
                 n_threads=settings.local_threads,
                 block=settings.local_block,
+                template=spec.template,
+                default_system=spec.default_system,
             )
             _engines[key] = engine
         return engine
@@ -89,18 +94,15 @@ def make_provider(model: str, settings: LLMSettings, *, in_process: bool = False
 
         key = settings.gemini_api_key.get_secret_value() if settings.gemini_api_key else None
         return GeminiProvider(name, api_key=key, timeout_s=settings.timeout_s)
-    from reag.llm.local import LOCAL_MODEL_NAMES, LocalProvider
+    from reag.llm.local import LocalProvider
+    from reag.llm.local_models import local_model
 
-    if name not in LOCAL_MODEL_NAMES:
-        raise ConfigurationError(
-            f"no local model named {name!r}; available: "
-            f"{', '.join('local:' + n for n in LOCAL_MODEL_NAMES)}"
-        )
+    local_model(name)  # an unknown name fails here, before any server is asked
     if settings.local_url and not in_process:
         from reag.llm.remote import ModelServerProvider
 
         return ModelServerProvider(settings.local_url, model, timeout_s=settings.timeout_s)
-    return LocalProvider(local_engine(settings), model)
+    return LocalProvider(local_engine(settings, name), model)
 
 
 def _shared_limiter(provider: Provider, settings: LLMSettings) -> ConcurrencyLimiter:

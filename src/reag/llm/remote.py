@@ -111,6 +111,7 @@ class ModelServerProvider:
         stop: Sequence[str] | None = None,
     ) -> ChatResult:
         request = ChatRequest(
+            model=self.model,
             messages=to_wire_messages(messages),
             temperature=temperature,
             max_tokens=max_tokens,
@@ -130,7 +131,10 @@ class ModelServerProvider:
         n_samples: int = 5,
     ) -> LabelProbs:
         request = LabelRequest(
-            prompt=to_wire_prompt(prompt), labels=list(labels), n_samples=n_samples
+            model=self.model,
+            prompt=to_wire_prompt(prompt),
+            labels=list(labels),
+            n_samples=n_samples,
         )
         result = label_probs_from_wire(await self._post("/v1/label_probs", request.model_dump()))
         self._check_model(result.model)
@@ -144,7 +148,10 @@ class ModelServerProvider:
         n_samples: int = 5,
     ) -> list[LabelProbs]:
         request = LabelManyRequest(
-            prompts=[to_wire_prompt(p) for p in prompts], labels=list(labels), n_samples=n_samples
+            model=self.model,
+            prompts=[to_wire_prompt(p) for p in prompts],
+            labels=list(labels),
+            n_samples=n_samples,
         )
         data = await self._post("/v1/label_probs_many", request.model_dump())
         results = [label_probs_from_wire(item) for item in data]
@@ -153,7 +160,7 @@ class ModelServerProvider:
         return results
 
     async def score_continuation(self, context: str, target: str) -> ContinuationScore:
-        request = ScoreRequest(context=context, target=target)
+        request = ScoreRequest(model=self.model, context=context, target=target)
         result = score_from_wire(await self._post("/v1/score", request.model_dump()))
         self._check_model(result.model)
         return result

@@ -14,12 +14,14 @@ reused least.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from reag.llm.base import BatchLabelProvider, LLMError, Provider
+from reag.llm.base import BatchLabelProvider, ConfigurationError, LLMError, Provider
 from reag.llm.wire import (
     ChatRequest,
     LabelManyRequest,
@@ -32,12 +34,47 @@ from reag.llm.wire import (
 )
 
 
-def create_app(provider: Provider) -> FastAPI:
+class _Models:
+    """The default model, and any other local model a request names, loaded on first use.
+
+    Tiers of the embedded cascade run different local models; one server holds
+    them all, so each is loaded once on the machine whichever service asks.
+    """
+
+    def __init__(self, default: Provider, load: Callable[[str], Provider] | None) -> None:
+        self.default = default
+        self._load = load
+        self._loaded: dict[str, Provider] = {default.model: default}
+        self._lock = asyncio.Lock()
+
+    async def get(self, model: str | None) -> Provider:
+        if model is None:
+            return self.default
+        found = self._loaded.get(model)
+        if found is not None:
+            return found
+        if self._load is None:
+            raise ConfigurationError(f"this model server serves {self.default.model} only")
+        async with self._lock:
+            found = self._loaded.get(model)
+            if found is None:
+                # Loading weights takes seconds: off the event loop, once.
+                found = self._loaded[model] = await asyncio.to_thread(self._load, model)
+        return found
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._loaded)
+
+
+def create_app(provider: Provider, load: Callable[[str], Provider] | None = None) -> FastAPI:
+    """``load`` turns another model string into a provider when a request names one."""
     app = FastAPI(
         title="reag model server",
         version="1",
         description=f"Serves {provider.model} to reag services.",
     )
+    models = _Models(provider, load)
 
     @app.exception_handler(LLMError)
     async def llm_error(_request: Request, exc: LLMError) -> JSONResponse:
@@ -46,11 +83,11 @@ def create_app(provider: Provider) -> FastAPI:
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
-        return {"status": "ok", "model": provider.model}
+        return {"status": "ok", "model": provider.model, "loaded": ",".join(models.names)}
 
     @app.post("/v1/chat")
     async def chat(req: ChatRequest) -> dict[str, Any]:
-        result = await provider.chat(
+        result = await (await models.get(req.model)).chat(
             from_wire_messages(req.messages),
             temperature=req.temperature,
             max_tokens=req.max_tokens,
@@ -62,7 +99,7 @@ def create_app(provider: Provider) -> FastAPI:
 
     @app.post("/v1/label_probs")
     async def label_probs(req: LabelRequest) -> dict[str, Any]:
-        result = await provider.label_probs(
+        result = await (await models.get(req.model)).label_probs(
             from_wire_prompt(req.prompt), req.labels, n_samples=req.n_samples
         )
         return result_to_wire(result)
@@ -70,16 +107,18 @@ def create_app(provider: Provider) -> FastAPI:
     @app.post("/v1/label_probs_many")
     async def label_probs_many(req: LabelManyRequest) -> list[dict[str, Any]]:
         prompts = [from_wire_prompt(p) for p in req.prompts]
-        if isinstance(provider, BatchLabelProvider):
-            results = await provider.label_probs_many(prompts, req.labels, n_samples=req.n_samples)
+        served = await models.get(req.model)
+        if isinstance(served, BatchLabelProvider):
+            results = await served.label_probs_many(prompts, req.labels, n_samples=req.n_samples)
         else:
             results = [
-                await provider.label_probs(p, req.labels, n_samples=req.n_samples) for p in prompts
+                await served.label_probs(p, req.labels, n_samples=req.n_samples) for p in prompts
             ]
         return [result_to_wire(r) for r in results]
 
     @app.post("/v1/score")
     async def score(req: ScoreRequest) -> dict[str, Any]:
-        return result_to_wire(await provider.score_continuation(req.context, req.target))
+        served = await models.get(req.model)
+        return result_to_wire(await served.score_continuation(req.context, req.target))
 
     return app

