@@ -217,9 +217,13 @@ def previous_layout(
 ) -> list[str]:
     """judge-prompt-v2's order of the same sections: the case first, then each annotator's
     examples and the question."""
-    shared = judge_prompt.INSTRUCTIONS + "\n" + judge_prompt.case_section(request) + "\n"
+    instructions = judge_prompt.INSTRUCTIONS
+    case = "\n## Case under test\n" + judge_prompt.case_section(request) + "\n"
     return [
-        shared + judge_prompt.examples_section(own) + "\n" + judge_prompt.VERDICT_QUESTION
+        instructions
+        + case
+        + judge_prompt.annotator_prefix(own)[len(instructions) :]
+        + f"{judge_prompt.QUESTION}\nAnswer:"
         for own in sets
     ]
 
@@ -243,7 +247,7 @@ class Judgements:
         )
 
 
-async def judgement(client: LLMClient, prompts: Sequence[str]) -> tuple[int, float]:
+async def judgement(client: LLMClient, prompts: Sequence[judge_prompt.Prompt]) -> tuple[int, float]:
     """One annotator group, as ``TierJudge.judge`` sends it: tokens evaluated and seconds."""
     started = time.perf_counter()
     results = await client.label_probs_many(list(prompts), LABELS)
@@ -283,9 +287,14 @@ async def judge_prompt_layouts(current: LLMClient, settings: LLMSettings) -> Non
     cold: dict[str, int] = {}
     try:
         for n, item in enumerate(cases):
-            runs = [
-                ("previous", previous, previous_layout(item.request, sets.sets), old),
-                ("current", current, judge_prompt.annotator_prompts(item.request, sets.sets), new),
+            runs: list[tuple[str, LLMClient, list[judge_prompt.Prompt], Judgements]] = [
+                ("previous", previous, list(previous_layout(item.request, sets.sets)), old),
+                (
+                    "current",
+                    current,
+                    judge_prompt.annotator_prompts(item.request, sets.sets, chat=False),
+                    new,
+                ),
             ]
             for name, client, prompts, into in runs if n % 2 == 0 else runs[::-1]:
                 tokens, seconds = await judgement(client, prompts)

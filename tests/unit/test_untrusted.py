@@ -234,48 +234,85 @@ def test_a_fence_has_exactly_one_opening_and_one_closing_tag(
 # --- (b) no prompt builder lets an injected tag close its fence -------------------------
 
 
-def judge_request(query: str, response: str) -> pb.JudgeRequest:
+JUDGE_FIELDS = (
+    "query",
+    "response",
+    "persona",
+    "criterion",
+    "test_objective",
+    "expected_results",
+    "evidence",
+)
+JUDGE_TAGS = {
+    "query": "untrusted_user_query",
+    "response": "untrusted_app_response",
+    "persona": "untrusted_persona",
+    "criterion": "untrusted_condition",
+    "test_objective": "untrusted_test_objective",
+    "expected_results": "untrusted_expected_results",
+    "evidence": "untrusted_evidence",
+}
+
+
+def judge_request(field: str, text: str) -> pb.JudgeRequest:
+    """A judge request whose ``field`` carries ``text`` and every other field is harmless."""
+    values = dict.fromkeys(JUDGE_FIELDS, "fine")
+    values[field] = text
     request = pb.JudgeRequest(
-        criterion=pb.Criterion(criterion_id="c/c0", text="The response flags sugar."),
-        query=query,
-        actual_response=response,
-        persona=pb.Persona(category_id="t2d", category_name="Type 2 diabetes"),
+        criterion=pb.Criterion(criterion_id="c/c0", text="PASS if " + values["criterion"]),
+        query=values["query"],
+        actual_response=values["response"],
+        persona=pb.Persona(
+            category_id="t2d", category_name="Type 2 diabetes", description=values["persona"]
+        ),
+        test_objective=values["test_objective"],
+        expected_results=values["expected_results"],
+        evidence=[pb.Evidence(doc_id="requirement/R-1", sentence=values["evidence"])],
     )
     request.meta.case_id, request.meta.app = "c", "nutrition"
     return request
 
 
-def judge_example(query: str, response: str) -> LabelledExample:
+def judge_example(field: str, text: str) -> LabelledExample:
+    values = dict.fromkeys(("query", "response", "persona", "criterion"), "fine")
+    values[field] = text
     return LabelledExample(
         item_id="e0",
         label="NO",
         persona_category="t2d",
-        criterion="The response flags sugar.",
-        query=query,
-        actual_response=response,
+        persona_name=values["persona"],
+        criterion="FAIL if " + values["criterion"],
+        query=values["query"],
+        actual_response=values["response"],
     )
 
 
-JUDGE_CASES: dict[str, Callable[[str], str]] = {
-    "untrusted_user_query": lambda x: annotator_prompts(judge_request(x, "fine"), [[]])[0],
-    "untrusted_app_response": lambda x: annotator_prompts(judge_request("q", x), [[]])[0],
-}
-JUDGE_EXAMPLES: dict[str, Callable[[str], str]] = {
-    "untrusted_user_query": lambda x: annotator_prompts(
-        judge_request("q", "r"), [[judge_example(x, "r")]]
-    )[0],
-    "untrusted_app_response": lambda x: annotator_prompts(
-        judge_request("q", "r"), [[judge_example("q", x)]]
-    )[0],
-}
+def judge_text(prompt: str | list[Message]) -> str:
+    return prompt if isinstance(prompt, str) else "\n".join(m.content for m in prompt)
 
 
-@pytest.mark.parametrize("cases", [JUDGE_CASES, JUDGE_EXAMPLES], ids=["case", "examples"])
-def test_the_judge_prompt_keeps_injections_inside_their_fence(
-    cases: dict[str, Callable[[str], str]],
+@pytest.mark.parametrize("chat", [True, False], ids=["chat", "text"])
+@pytest.mark.parametrize("field", JUDGE_FIELDS)
+def test_the_judge_prompt_keeps_an_injection_in_each_case_field_inside_its_fence(
+    field: str, chat: bool
 ) -> None:
-    for tag, render in cases.items():
-        assert_builder_fences(render, tag)
+    def render(text: str) -> str:
+        return judge_text(annotator_prompts(judge_request(field, text), [[]], chat=chat)[0])
+
+    assert_builder_fences(render, JUDGE_TAGS[field])
+
+
+@pytest.mark.parametrize("chat", [True, False], ids=["chat", "text"])
+@pytest.mark.parametrize("field", ["query", "response", "persona", "criterion"])
+def test_the_judge_prompt_keeps_an_injection_in_each_example_field_inside_its_fence(
+    field: str, chat: bool
+) -> None:
+    def render(text: str) -> str:
+        request = judge_request("query", "fine")
+        prompt = annotator_prompts(request, [[judge_example(field, text)]], chat=chat)[0]
+        return judge_text(prompt)
+
+    assert_builder_fences(render, JUDGE_TAGS[field])
 
 
 def intention(*, query: str = "q", situation: str = "s", description: str = "d") -> pb.Intention:

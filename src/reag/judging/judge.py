@@ -12,6 +12,7 @@ sampling fallback (the LLM layer reports both in ``LabelProbs``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
@@ -19,9 +20,17 @@ from dataclasses import dataclass
 
 from reag.judging.errors import JudgeConfigError, LabelProbsError
 from reag.judging.exemplars import LABELS, AnnotatorSets, Label
-from reag.judging.prompt import DEFAULT_LIMITS, PROMPT_VERSION, PromptLimits, annotator_prompts
+from reag.judging.prompt import (
+    DEFAULT_LIMITS,
+    PROMPT_VERSION,
+    Condition,
+    Prompt,
+    PromptLimits,
+    annotator_prompts,
+)
 from reag.llm.base import LabelProbs, Usage
 from reag.llm.client import LLMClient
+from reag.llm.local_models import takes_chat
 from reag.v1 import events_pb2 as pb
 
 _PB_LABEL = {"YES": pb.LABEL_YES, "NO": pb.LABEL_NO}
@@ -176,8 +185,15 @@ class TierJudge:
             f"{self.annotators.digest()[:16]}"
         )
 
-    def prompts(self, request: pb.JudgeRequest, *, exclude_item: str | None = None) -> list[str]:
-        return annotator_prompts(request, self.annotators.without(exclude_item), self.limits)
+    @property
+    def chat(self) -> bool:
+        """Chat models get chat turns; a local base model continues raw text."""
+        return takes_chat(self.model)
+
+    def prompts(self, request: pb.JudgeRequest, *, exclude_item: str | None = None) -> list[Prompt]:
+        return annotator_prompts(
+            request, self.annotators.without(exclude_item), self.limits, chat=self.chat
+        )
 
     async def judge(
         self, request: pb.JudgeRequest, *, exclude_item: str | None = None
@@ -192,4 +208,10 @@ class TierJudge:
             raise LabelProbsError(
                 f"{self.model} answered {len(results)} of {len(prompts)} annotator prompts"
             )
+        # The annotators said whether the condition holds; a FAIL-type criterion is met
+        # exactly when it does not.
+        condition = Condition.of(request.criterion.text)
+        results = [
+            dataclasses.replace(r, probabilities=condition.meets(r.probabilities)) for r in results
+        ]
         return aggregate(results, latency_s=time.perf_counter() - started)

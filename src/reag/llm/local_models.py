@@ -70,6 +70,10 @@ GEMMA = LocalModel(
     instruct=False,
     template="gemma",
     default_system=None,
+    # Its package assembles and checks the file itself; the hash is pinned here too, so a
+    # threshold can be bound to it (reag.judging.identity).
+    sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    size=253_113_024,
 )
 SMOLLM2_135M = LocalModel(
     name="smollm2-135m-instruct",
@@ -118,6 +122,21 @@ def local_model(name: str) -> LocalModel:
             f"no local model named {name!r}; available: "
             f"{', '.join('local:' + n for n in LOCAL_MODELS)}"
         ) from None
+
+
+def takes_chat(model: str) -> bool:
+    """Whether ``model`` is prompted through a chat template: every hosted model and every
+    instruction-tuned local one. A local base model (Gemma 270M) continues raw text."""
+    provider, _, name = model.partition(":")
+    return provider != "local" or name not in LOCAL_MODELS or LOCAL_MODELS[name].instruct
+
+
+def weights_sha256(model: str) -> str:
+    """The pinned sha256 of a local model's weights; "" where reag cannot know them (a hosted
+    model, whose provider may change it under the same name)."""
+    provider, _, name = model.partition(":")
+    found = LOCAL_MODELS.get(name) if provider == "local" else None
+    return found.sha256 if found is not None else ""
 
 
 class WeightsError(ConfigurationError):

@@ -1,9 +1,9 @@
 """A synthetic labelled set and a scripted judge whose confidence the test controls.
 
-The scripted provider reads the case's response (the fenced response after
-the case heading, which follows the examples) and answers from a marker in
-it, so the tests decide which items a tier is sure about. Mechanics only: no
-model.
+The scripted provider reads the case's response (the fenced response in the
+last user turn of a chat prompt, or after the case heading of a raw-text one)
+and answers from a marker in it, so the tests decide which items a tier is
+sure about. Mechanics only: no model.
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from pathlib import Path
 from reag.judging.prompt import RESPONSE_TAG
 from reag.llm.base import Message
 
-_CASE_RESPONSE = re.compile(
-    rf"## Case under test\n.*?<{RESPONSE_TAG}>\n(.*?)\n</{RESPONSE_TAG}>", re.DOTALL
-)
+_FENCED_RESPONSE = re.compile(rf"<{RESPONSE_TAG}>\n(.*?)\n</{RESPONSE_TAG}>", re.DOTALL)
 
 
 def case_response(prompt: str | Sequence[Message]) -> str:
-    text = prompt if isinstance(prompt, str) else " ".join(m.content for m in prompt)
-    match = _CASE_RESPONSE.search(text)
+    if isinstance(prompt, str):
+        text = prompt.partition("## Case under test")[2]
+    else:
+        text = [m for m in prompt if m.role == "user"][-1].content
+    match = _FENCED_RESPONSE.search(text)
     assert match, "no fenced response in the judge prompt"
     return match.group(1)
 

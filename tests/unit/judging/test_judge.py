@@ -140,8 +140,8 @@ async def test_a_judge_asks_each_annotator_once_and_excludes_the_judged_item() -
     seen: list[str] = []
 
     def script(prompt: object, labels: Sequence[str]) -> dict[str, float]:
-        assert isinstance(prompt, str)
-        seen.append(prompt)
+        assert isinstance(prompt, list)  # a chat model gets chat turns
+        seen.append("\n".join(m.content for m in prompt))
         return {"YES": 0.9, "NO": 0.1}
 
     sets = draw_annotator_sets(make_pool(30), 5, 3, seed=0)
@@ -152,4 +152,4 @@ async def test_a_judge_asks_each_annotator_once_and_excludes_the_judged_item() -
     assert j.verdict == "YES"
     assert j.confidence == pytest.approx(0.9)
     assert all(victim.actual_response not in p for p in seen)
-    assert judge.prompt_version.startswith("judge-prompt-v3/n5k3s0/")
+    assert judge.prompt_version.startswith("judge-prompt-v4/n5k3s0/")
