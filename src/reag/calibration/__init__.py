@@ -22,7 +22,13 @@ from reag.calibration.errors import (
     MissingScoreError,
     ScoreFileError,
 )
-from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid, ThresholdFit, fit_threshold
+from reag.calibration.fixed_sequence import (
+    DEFAULT_GRID,
+    DEFAULT_MIN_ACCEPTED,
+    Grid,
+    ThresholdFit,
+    fit_threshold,
+)
 from reag.calibration.scaling import DEFAULT_TAU, DEFAULT_TEMPERATURES, fit_tier
 from reag.calibration.scores import ScoreRecord, ScoreTable, pivot, read_scores, write_scores
 from reag.calibration.temperature import apply_temperature
@@ -30,6 +36,7 @@ from reag.calibration.temperature import apply_temperature
 __all__ = [
     "ABSTAIN",
     "DEFAULT_GRID",
+    "DEFAULT_MIN_ACCEPTED",
     "DEFAULT_TAU",
     "DEFAULT_TEMPERATURES",
     "CalibrationError",

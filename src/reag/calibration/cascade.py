@@ -21,10 +21,10 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from reag.calibration.errors import CalibrationError, MissingScoreError
-from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid, ThresholdFit
+from reag.calibration.fixed_sequence import DEFAULT_GRID, DEFAULT_MIN_ACCEPTED, Grid, ThresholdFit
 from reag.calibration.scaling import DEFAULT_TAU, DEFAULT_TEMPERATURES, fit_tier
 from reag.calibration.scores import ScoreRecord, ScoreTable, pivot
 
@@ -35,7 +35,11 @@ ABSTAIN = 0
 
 
 class CascadeCalibration(BaseModel):
-    """Every tier's fit, and what they were fit on. ``tiers[0]`` is tier 1."""
+    """Every tier's fit, and what they were fit on. ``tiers[0]`` is tier 1.
+
+    ``min_accepted`` is kept beside α, δ and τ because it changes which
+    thresholds can come out: a reader needs it to reproduce the fit.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -43,6 +47,7 @@ class CascadeCalibration(BaseModel):
     alpha: float
     delta: float
     tau: int
+    min_accepted: int = Field(ge=1)
     tiers: tuple[ThresholdFit, ...]
     calibration_hash: str
     n_items: int
@@ -64,6 +69,7 @@ class CascadeCalibration(BaseModel):
                     "n": fit.n,
                     "temperature": fit.temperature,
                     "delta": fit.delta,
+                    "min_accepted": fit.min_accepted,
                     "reason": fit.reason,
                 }
                 for t, fit in enumerate(self.tiers, start=1)
@@ -72,6 +78,7 @@ class CascadeCalibration(BaseModel):
             "alpha": self.alpha,
             "delta": self.delta,
             "tau": self.tau,
+            "min_accepted": self.min_accepted,
             "n_items": self.n_items,
             "calibration_hash": self.calibration_hash,
         }
@@ -94,8 +101,14 @@ def calibrate_table(
     tau: int = DEFAULT_TAU,
     grid: Grid = DEFAULT_GRID,
     temperatures: Sequence[float] = DEFAULT_TEMPERATURES,
+    min_accepted: int = DEFAULT_MIN_ACCEPTED,
 ) -> CascadeCalibration:
-    """Calibrate every tier of a pivoted score table (see the module docstring for modes)."""
+    """Calibrate every tier of a pivoted score table (see the module docstring for modes).
+
+    ``min_accepted`` applies to each tier's own calibration items (in cascade
+    and system modes, those the tiers below left), so a tier that sees few
+    items may have no candidate left to test.
+    """
     if mode not in MODES:
         raise CalibrationError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     tier_delta = delta / table.n_tiers if mode == "system" else delta
@@ -114,6 +127,7 @@ def calibrate_table(
             grid=grid,
             tau=tau,
             temperatures=temperatures,
+            min_accepted=min_accepted,
         )
         fits.append(fit)
         if mode != "independent":
@@ -125,6 +139,7 @@ def calibrate_table(
         alpha=alpha,
         delta=delta,
         tau=tau,
+        min_accepted=min_accepted,
         tiers=tuple(fits),
         calibration_hash=table.calibration_hash(),
         n_items=table.n_items,
@@ -140,6 +155,7 @@ def calibrate_cascade(
     tau: int = DEFAULT_TAU,
     grid: Grid = DEFAULT_GRID,
     temperatures: Sequence[float] = DEFAULT_TEMPERATURES,
+    min_accepted: int = DEFAULT_MIN_ACCEPTED,
 ) -> CascadeCalibration:
     """Calibrate from score records; the number of tiers is the highest tier seen."""
     return calibrate_table(
@@ -150,6 +166,7 @@ def calibrate_cascade(
         tau=tau,
         grid=grid,
         temperatures=temperatures,
+        min_accepted=min_accepted,
     )
 
 

@@ -3,7 +3,11 @@
 Candidates are tested from the most to the least conservative; the first one
 whose Clopper–Pearson bound exceeds α ends the sequence, which is what lets a
 single (1−δ) bound per candidate control the error of the whole search
-without a multiplicity correction.
+without a multiplicity correction. Candidates that accept fewer than
+``min_accepted`` calibration items are passed over before the first test:
+a bound on a handful of items cannot drop below α, so without the rule a
+judge whose confidences never saturate fails on its few most confident
+items and never gets a threshold.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from reag.calibration.errors import CalibrationError, InvalidRangeError
 from reag.calibration.temperature import apply_temperature
 
 _MAX_DECIMALS = 12
+
+DEFAULT_MIN_ACCEPTED = 30
+"""Candidates accepting fewer calibration items are not tested (Trust or Escalate's rule)."""
 
 
 def _decimals(*values: float) -> int:
@@ -79,6 +86,8 @@ class ThresholdFit(BaseModel):
 
     ``threshold`` None means no candidate passed: the tier accepts nothing.
     ``delta`` is the level this tier was tested at (δ/T under system mode).
+    ``min_accepted`` is the rule the fit used, recorded so that a reader of a
+    stored or printed fit knows which candidates were never tested.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -93,6 +102,9 @@ class ThresholdFit(BaseModel):
     risk_upper: float | None = Field(description="R̂+(λ̂): its Clopper–Pearson upper bound.")
     alpha: float
     delta: float
+    min_accepted: int = Field(
+        ge=1, description="Candidates accepting fewer calibration items were not tested."
+    )
     temperature: float = 1.0
     reason: str = ""
 
@@ -106,7 +118,7 @@ class ThresholdFit(BaseModel):
 
 
 def _check_inputs(
-    confidence: ArrayLike, wrong: ArrayLike, alpha: float, delta: float
+    confidence: ArrayLike, wrong: ArrayLike, alpha: float, delta: float, min_accepted: int
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     c = np.asarray(confidence, dtype=np.float64)
     w = np.asarray(wrong, dtype=np.bool_)
@@ -119,6 +131,8 @@ def _check_inputs(
     for name, value in (("alpha", alpha), ("delta", delta)):
         if not 0.0 < value < 1.0:
             raise CalibrationError(f"{name} must be in (0, 1), got {value}")
+    if min_accepted < 1:
+        raise CalibrationError(f"min_accepted must be ≥ 1, got {min_accepted}")
     return c, w
 
 
@@ -129,14 +143,21 @@ def fit_threshold(
     alpha: float,
     delta: float,
     grid: Grid = DEFAULT_GRID,
+    min_accepted: int = DEFAULT_MIN_ACCEPTED,
 ) -> ThresholdFit:
-    """λ̂ = the smallest candidate whose bound, and every larger candidate's, is ≤ α.
+    """λ̂ = the smallest candidate whose bound, and every tested larger candidate's, is ≤ α.
 
     ``wrong[i]`` is True where the judge's verdict on item i disagrees with
-    the expert. Candidates accepting no item are passed over. Vectorised:
+    the expert. Candidates accepting fewer than ``min_accepted`` items are
+    passed over: not tested, and not a failure (1 passes over only those that
+    accept nothing). This keeps the guarantee because the rule reads only the
+    confidences, never the labels: whether λ is tested depends on n(λ) alone,
+    and given n(λ) its disagreements are still Binomial(n(λ), R(λ)), so no
+    candidate is chosen for having done well. No passing candidate means no
+    threshold; the top candidate is never accepted as a fallback. Vectorised:
     one sort, then counts for every candidate by binary search.
     """
-    c, w = _check_inputs(confidence, wrong, alpha, delta)
+    c, w = _check_inputs(confidence, wrong, alpha, delta, min_accepted)
     n = int(c.size)
 
     def no_threshold(reason: str) -> ThresholdFit:
@@ -149,6 +170,7 @@ def fit_threshold(
             risk_upper=None,
             alpha=alpha,
             delta=delta,
+            min_accepted=min_accepted,
             reason=reason,
         )
 
@@ -159,18 +181,29 @@ def fit_threshold(
     cum_wrong = np.cumsum(w[order])
     ascending = c[order][::-1]
     n_acc = n - np.searchsorted(ascending, lam, side="left")
-    nonempty = n_acc > 0
-    k = np.where(nonempty, cum_wrong[np.maximum(n_acc - 1, 0)], 0)
+    tested = n_acc >= min_accepted
+    k = np.where(n_acc > 0, cum_wrong[np.maximum(n_acc - 1, 0)], 0)
     upper = clopper_pearson_upper(k, n_acc, delta)
-    fails = nonempty & (upper > alpha)
+    fails = tested & (upper > alpha)
     first_fail = int(np.argmax(fails)) if fails.any() else lam.size
 
-    if not nonempty.any():
-        return no_threshold(f"no item has confidence ≥ {lam[-1]:g}, the lowest candidate")
-    if first_fail == 0 or not nonempty[first_fail - 1]:
-        f = first_fail
+    if not tested.any():
+        most = int(n_acc[-1])
+        if most == 0:
+            return no_threshold(f"no item has confidence ≥ {lam[-1]:g}, the lowest candidate")
         return no_threshold(
-            f"the first candidate that accepts any item, λ={lam[f]:g} "
+            f"no candidate accepts at least {min_accepted} items (the lowest, "
+            f"λ={lam[-1]:g}, accepts {most} of {n}); candidates accepting fewer are not tested"
+        )
+    if first_fail == 0 or not tested[first_fail - 1]:
+        f = first_fail
+        first = (
+            "the first candidate that accepts any item"
+            if min_accepted == 1
+            else f"the first candidate that accepts at least {min_accepted} items"
+        )
+        return no_threshold(
+            f"{first}, λ={lam[f]:g} "
             f"({int(k[f])} of {int(n_acc[f])} disagree), has upper bound {upper[f]:.3f} > "
             f"α={alpha:g} at δ={delta:g}; fixed-sequence testing stops there"
         )
@@ -192,5 +225,6 @@ def fit_threshold(
         risk_upper=float(upper[best]),
         alpha=alpha,
         delta=delta,
+        min_accepted=min_accepted,
         reason=why,
     )

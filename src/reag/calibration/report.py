@@ -96,7 +96,8 @@ def markdown(result: SweepResult) -> str:
     unit = "USD" if result.cost_unit == "usd" else "relative units"
     tiers = " / ".join(f"J{t}" for t in range(1, result.n_tiers + 1))
     lines = [
-        f"# α sweep: cascade ({result.mode} mode), δ = {result.delta:g}, τ = {result.tau}",
+        f"# α sweep: cascade ({result.mode} mode), δ = {result.delta:g}, τ = {result.tau}, "
+        f"min accepted = {result.min_accepted}",
         "",
         f"Calibrated on {result.n_calibration} items (hash {result.calibration_hash[:12]}), "
         f"measured on {result.n_evaluation} other items. Costs are per 100 items in {unit}; "

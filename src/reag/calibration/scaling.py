@@ -18,7 +18,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from reag.calibration.errors import CalibrationError
-from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid, ThresholdFit, fit_threshold
+from reag.calibration.fixed_sequence import (
+    DEFAULT_GRID,
+    DEFAULT_MIN_ACCEPTED,
+    Grid,
+    ThresholdFit,
+    fit_threshold,
+)
 from reag.calibration.temperature import apply_temperature
 
 DEFAULT_TAU = 5
@@ -34,18 +40,21 @@ def fit_tier(
     grid: Grid = DEFAULT_GRID,
     tau: int = DEFAULT_TAU,
     temperatures: Sequence[float] = DEFAULT_TEMPERATURES,
+    min_accepted: int = DEFAULT_MIN_ACCEPTED,
 ) -> ThresholdFit:
     """Fit at T = 1; if that accepts fewer than τ items, the smallest T on the grid that reaches τ.
 
     τ = 0 turns scaling off. When no T reaches τ the T = 1 fit is kept and
-    its reason says so.
+    its reason says so. Every fit, scaled or not, passes over candidates that
+    accept fewer than ``min_accepted`` items (see ``fit_threshold``), so a
+    scaled fit is held to the same rule as the one it replaces.
     """
     if tau < 0:
         raise CalibrationError(f"tau must be ≥ 0, got {tau}")
     if any(t <= 1.0 for t in temperatures):
         raise CalibrationError(f"scaling temperatures must all be > 1, got {list(temperatures)}")
     c = np.asarray(confidence, dtype=np.float64)
-    base = fit_threshold(c, wrong, alpha=alpha, delta=delta, grid=grid)
+    base = fit_threshold(c, wrong, alpha=alpha, delta=delta, grid=grid, min_accepted=min_accepted)
     if base.n_accepted >= tau:
         return base
     shortfall = f"n(λ̂)={base.n_accepted} < τ={tau} at T=1"
@@ -58,7 +67,12 @@ def fit_tier(
         )
     for temperature in sorted(temperatures):
         scaled = fit_threshold(
-            apply_temperature(c, temperature), wrong, alpha=alpha, delta=delta, grid=grid
+            apply_temperature(c, temperature),
+            wrong,
+            alpha=alpha,
+            delta=delta,
+            grid=grid,
+            min_accepted=min_accepted,
         )
         if scaled.n_accepted >= tau:
             return scaled.model_copy(

@@ -20,7 +20,7 @@ from reag.calibration.bounds import clopper_pearson_interval
 from reag.calibration.cascade import ABSTAIN, Mode, calibrate_table, route_table
 from reag.calibration.cost import CostUnit, deciding_tier_cost, honest_cost, table_costs
 from reag.calibration.errors import CalibrationError, InvalidRangeError
-from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid
+from reag.calibration.fixed_sequence import DEFAULT_GRID, DEFAULT_MIN_ACCEPTED, Grid
 from reag.calibration.scaling import DEFAULT_TAU, DEFAULT_TEMPERATURES, fit_tier
 from reag.calibration.scores import ScoreRecord, ScoreTable, pivot
 
@@ -133,6 +133,7 @@ class SweepResult:
     mode: Mode
     delta: float
     tau: int
+    min_accepted: int
     cost_unit: CostUnit
     n_tiers: int
     n_calibration: int
@@ -155,8 +156,13 @@ def run_sweep(
     tau: int = DEFAULT_TAU,
     grid: Grid = DEFAULT_GRID,
     temperatures: Sequence[float] = DEFAULT_TEMPERATURES,
+    min_accepted: int = DEFAULT_MIN_ACCEPTED,
 ) -> SweepResult:
-    """Fit on ``calibration`` and measure on ``evaluation`` for every α."""
+    """Fit on ``calibration`` and measure on ``evaluation`` for every α.
+
+    The cascade and each judge alone are fit under the same ``min_accepted``
+    rule, so the baselines are not held to a different standard.
+    """
     if calibration.n_tiers != evaluation.n_tiers:
         raise CalibrationError(
             f"calibration has {calibration.n_tiers} tiers but evaluation has "
@@ -177,6 +183,7 @@ def run_sweep(
             tau=tau,
             grid=grid,
             temperatures=temperatures,
+            min_accepted=min_accepted,
         )
         decided = route_table(fitted, evaluation)
         accepted = decided != ABSTAIN
@@ -221,6 +228,7 @@ def run_sweep(
                 grid=grid,
                 tau=tau,
                 temperatures=temperatures,
+                min_accepted=min_accepted,
             )
             accepted = fit.accepts(evaluation.confidence[:, t])
             selective = Agreement.of(~wrong[accepted, t])
@@ -240,6 +248,7 @@ def run_sweep(
         mode=mode,
         delta=delta,
         tau=tau,
+        min_accepted=min_accepted,
         cost_unit=unit,
         n_tiers=n_tiers,
         n_calibration=calibration.n_items,

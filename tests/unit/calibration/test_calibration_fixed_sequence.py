@@ -1,4 +1,9 @@
-"""Fixed-sequence threshold fitting: edge cases, and agreement with a literal reading of eq. 7."""
+"""Fixed-sequence threshold fitting: edge cases, and agreement with a literal reading of eq. 7.
+
+The edge cases pin the rule as it was before ``min_accepted`` (``TODAY`` = 1:
+only candidates accepting nothing are passed over); the tests at the end show
+what the default (30) changes.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,16 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
-from reag.calibration import DEFAULT_GRID, CalibrationError, Grid, fit_threshold
+from reag.calibration import (
+    DEFAULT_GRID,
+    DEFAULT_MIN_ACCEPTED,
+    CalibrationError,
+    Grid,
+    fit_threshold,
+)
+
+TODAY = 1
+"""min_accepted that gives the rule before it existed: pass over only empty candidates."""
 
 
 def _literal_threshold(
@@ -16,13 +30,14 @@ def _literal_threshold(
     alpha: float,
     delta: float,
     grid: Grid,
+    min_accepted: int = TODAY,
 ) -> float | None:
     """Eq. 5–7 one candidate at a time, with scipy's own exact interval: the reference."""
     best = None
     for lam in grid.values():
         accepted = confidence >= lam
         n = int(accepted.sum())
-        if n == 0:
+        if n < min_accepted or n == 0:
             continue
         k = int(wrong[accepted].sum())
         upper = stats.binomtest(k, n, alternative="less").proportion_ci(1 - delta).high
@@ -53,8 +68,9 @@ def test_grid_rejects_nonsense() -> None:
         Grid.parse("0.5:0.9:0.01")
 
 
+@pytest.mark.parametrize("min_accepted", [TODAY, DEFAULT_MIN_ACCEPTED, 7])
 @pytest.mark.parametrize("seed", range(12))
-def test_matches_literal_reading_on_random_judges(seed: int) -> None:
+def test_matches_literal_reading_on_random_judges(seed: int, min_accepted: int) -> None:
     rng = np.random.default_rng(seed)
     n = int(rng.integers(50, 400))
     confidence = np.round(1 - 0.5 * rng.beta(0.4, 2.0, n), 3)
@@ -62,9 +78,13 @@ def test_matches_literal_reading_on_random_judges(seed: int) -> None:
     # These seeds give interior thresholds for most draws and none for a few.
     alpha = float(rng.uniform(0.04, 0.2))
     grid = Grid(start=0.999, stop=0.5, step=0.001)
-    fit = fit_threshold(confidence, wrong, alpha=alpha, delta=0.1, grid=grid)
-    assert fit.threshold == _literal_threshold(confidence, wrong, alpha, 0.1, grid)
+    fit = fit_threshold(
+        confidence, wrong, alpha=alpha, delta=0.1, grid=grid, min_accepted=min_accepted
+    )
+    assert fit.threshold == _literal_threshold(confidence, wrong, alpha, 0.1, grid, min_accepted)
+    assert fit.min_accepted == min_accepted
     if fit.threshold is not None:
+        assert fit.n_accepted >= min_accepted
         accepted = confidence >= fit.threshold
         assert fit.n_accepted == accepted.sum()
         assert fit.n_disagree == wrong[accepted].sum()
@@ -75,7 +95,9 @@ def test_matches_literal_reading_on_random_judges(seed: int) -> None:
 
 
 def test_no_item_above_any_candidate_gives_no_threshold() -> None:
-    fit = fit_threshold(np.full(100, 0.4), np.zeros(100, bool), alpha=0.1, delta=0.1)
+    fit = fit_threshold(
+        np.full(100, 0.4), np.zeros(100, bool), alpha=0.1, delta=0.1, min_accepted=TODAY
+    )
     assert fit.threshold is None
     assert fit.n == 100
     assert fit.n_accepted == 0
@@ -84,7 +106,7 @@ def test_no_item_above_any_candidate_gives_no_threshold() -> None:
 
 
 def test_no_items_at_all_gives_no_threshold() -> None:
-    fit = fit_threshold(np.array([]), np.array([], bool), alpha=0.1, delta=0.1)
+    fit = fit_threshold(np.array([]), np.array([], bool), alpha=0.1, delta=0.1, min_accepted=TODAY)
     assert fit.threshold is None
     assert "no calibration items" in fit.reason
 
@@ -93,7 +115,7 @@ def test_empty_candidates_are_passed_over() -> None:
     # Nothing above 0.9: candidates 0.999 … 0.901 accept no item and must not end the
     # sequence; 40 clean items at 0.9 then pass (bound 1 − 0.1^(1/40) ≈ 0.056 ≤ 0.1).
     confidence = np.full(40, 0.9)
-    fit = fit_threshold(confidence, np.zeros(40, bool), alpha=0.1, delta=0.1)
+    fit = fit_threshold(confidence, np.zeros(40, bool), alpha=0.1, delta=0.1, min_accepted=TODAY)
     assert fit.threshold == 0.5
     assert fit.n_accepted == 40
     assert fit.risk == 0.0
@@ -105,11 +127,11 @@ def test_a_bad_candidate_high_up_blocks_everything_below() -> None:
     # fixed-sequence testing never gets there.
     confidence = np.concatenate([np.full(5, 0.99), np.full(500, 0.8)])
     wrong = np.concatenate([[True, True, False, False, False], np.zeros(500, bool)])
-    fit = fit_threshold(confidence, wrong, alpha=0.1, delta=0.1)
+    fit = fit_threshold(confidence, wrong, alpha=0.1, delta=0.1, min_accepted=TODAY)
     assert fit.threshold is None
     assert "λ=0.99 (2 of 5 disagree)" in fit.reason
     # The same items without the bad top: a threshold, and it reaches the clean block.
-    clean = fit_threshold(confidence[5:], wrong[5:], alpha=0.1, delta=0.1)
+    clean = fit_threshold(confidence[5:], wrong[5:], alpha=0.1, delta=0.1, min_accepted=TODAY)
     assert clean.threshold == 0.5
     assert clean.n_accepted == 500
 
@@ -121,7 +143,7 @@ def test_the_sequence_stops_at_the_first_failure_even_if_lower_ones_pass() -> No
     confidence = np.concatenate([np.full(60, 0.95), np.full(20, 0.9), np.full(920, 0.6)])
     wrong = np.zeros(1000, bool)
     wrong[60:70] = True
-    fit = fit_threshold(confidence, wrong, alpha=0.1, delta=0.1)
+    fit = fit_threshold(confidence, wrong, alpha=0.1, delta=0.1, min_accepted=TODAY)
     assert fit.threshold == 0.901
     assert fit.n_accepted == 60
     assert "λ=0.9" in fit.reason
@@ -131,7 +153,7 @@ def test_a_threshold_never_exceeds_alpha_on_its_own_calibration_items() -> None:
     rng = np.random.default_rng(3)
     confidence = rng.uniform(0.99, 1.0, 2000)
     wrong = rng.random(2000) < 0.05
-    fit = fit_threshold(confidence, wrong, alpha=0.08, delta=0.05)
+    fit = fit_threshold(confidence, wrong, alpha=0.08, delta=0.05, min_accepted=TODAY)
     assert fit.threshold is not None
     assert fit.risk is not None
     assert fit.risk_upper is not None
