@@ -55,6 +55,7 @@ async def recalibrate(
             mode=settings.mode,
             tau=settings.tau,
             grid=settings.candidate_grid(),
+            min_accepted=settings.min_accepted,
         ),
         trigger=trigger,
     )

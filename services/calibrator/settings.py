@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from reag.calibration.fixed_sequence import Grid
+from reag.calibration.fixed_sequence import DEFAULT_MIN_ACCEPTED, Grid
 from reag.calibration.scaling import DEFAULT_TAU
 from reag.judging.settings import CascadeSettings
 from services.kit.settings import ServiceSettings
@@ -50,6 +50,15 @@ class CalibratorSettings(ServiceSettings, CascadeSettings):
     grid: str = Field(
         default="0.999:0.5:0.001",
         description="Candidate thresholds START:STOP:STEP.",
+    )
+    min_accepted: int = Field(
+        default=DEFAULT_MIN_ACCEPTED,
+        ge=1,
+        description=(
+            "Pass over candidate thresholds accepting fewer calibration items (not tested, not "
+            "a failure), so a judge whose confidences never reach 1 is not stopped by the bound "
+            "on its few most confident items; 1 passes over only empty candidates."
+        ),
     )
 
     def candidate_grid(self) -> Grid:

@@ -22,6 +22,13 @@ if TYPE_CHECKING:
     from reag.calibration import CascadeCalibration, Mode, ScoreRecord
 
 DEFAULT_GRID = "0.999:0.5:0.001"
+DEFAULT_MIN_ACCEPTED = (
+    30  # reag.calibration.DEFAULT_MIN_ACCEPTED; not imported so --help stays fast
+)
+MIN_ACCEPTED_HELP = (
+    "Pass over (do not test) candidate thresholds that accept fewer calibration items; "
+    "1 passes over only those accepting none."
+)
 
 
 class ModeChoice(StrEnum):
@@ -54,7 +61,8 @@ def _table(calibration: CascadeCalibration) -> str:
     lines = [
         f"mode {calibration.mode}: α={calibration.alpha:g}, δ={calibration.delta:g} "
         f"(each tier tested at {tier_delta:.4g}), τ={calibration.tau}, "
-        f"{calibration.n_items} items, calibration hash {calibration.calibration_hash[:12]}",
+        f"min accepted {calibration.min_accepted}, {calibration.n_items} items, "
+        f"calibration hash {calibration.calibration_hash[:12]}",
         "",
         f"{'tier':<5}{'λ̂':>8}{'n':>7}{'accepted':>10}{'R̂':>8}{'R̂+':>8}{'T':>6}",
     ]
@@ -98,6 +106,9 @@ def calibrate(
     grid: Annotated[
         str, typer.Option("--grid", help="Candidate thresholds START:STOP:STEP.")
     ] = DEFAULT_GRID,
+    min_accepted: Annotated[
+        int, typer.Option("--min-accepted", min=1, help=MIN_ACCEPTED_HELP)
+    ] = DEFAULT_MIN_ACCEPTED,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     app_name: Annotated[
         str | None, typer.Option("--app", help="With --labels: the app, if the file has several.")
@@ -127,6 +138,7 @@ def calibrate(
             mode=mode,
             tau=tau,
             grid=grid,
+            min_accepted=min_accepted,
             app=app_name,
             tier_models=tier_models,
             publish=publish,
@@ -138,7 +150,13 @@ def calibrate(
     try:
         records = _load(scores, labels, read_scores)
         calibration = calibrate_cascade(
-            records, alpha=alpha, delta=delta, mode=mode, tau=tau, grid=Grid.parse(grid)
+            records,
+            alpha=alpha,
+            delta=delta,
+            mode=mode,
+            tau=tau,
+            grid=Grid.parse(grid),
+            min_accepted=min_accepted,
         )
     except CalibrationError as exc:
         raise _fail(str(exc)) from exc
@@ -156,6 +174,7 @@ def _calibrate_labels(
     mode: Mode,
     tau: int,
     grid: str,
+    min_accepted: int,
     app: str | None,
     tier_models: str | None,
     publish: bool,
@@ -176,6 +195,7 @@ def _calibrate_labels(
             mode=mode,
             tau=tau,
             grid=Grid.parse(grid),
+            min_accepted=min_accepted,
             app=app,
             tier_models=tier_models,
             publish=publish,
@@ -229,6 +249,9 @@ def sweep(
     mode: Annotated[ModeChoice, typer.Option("--mode")] = ModeChoice.cascade,
     tau: Annotated[int, typer.Option("--tau")] = 5,
     grid: Annotated[str, typer.Option("--grid")] = DEFAULT_GRID,
+    min_accepted: Annotated[
+        int, typer.Option("--min-accepted", min=1, help=MIN_ACCEPTED_HELP)
+    ] = DEFAULT_MIN_ACCEPTED,
 ) -> None:
     """Coverage, selective agreement and honest cost over α, beside each judge alone."""
     from reag.calibration import CalibrationError, Grid, read_scores
@@ -253,6 +276,7 @@ def sweep(
             tier_costs=parse_tier_costs(tier_costs),
             tau=tau,
             grid=Grid.parse(grid),
+            min_accepted=min_accepted,
         )
     except CalibrationError as exc:
         raise _fail(str(exc)) from exc

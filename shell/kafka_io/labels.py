@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reag.calibration.cascade import Mode
-from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid
+from reag.calibration.fixed_sequence import DEFAULT_GRID, DEFAULT_MIN_ACCEPTED, Grid
 from reag.calibration.scaling import DEFAULT_TAU
 from reag.calibration.store import CalibrationStore
 from reag.labelled.calibrate import LabelledCalibration, ingest_and_calibrate
@@ -42,6 +42,7 @@ def calibrate_from_labels(
     mode: Mode = "cascade",
     tau: int = DEFAULT_TAU,
     grid: Grid = DEFAULT_GRID,
+    min_accepted: int = DEFAULT_MIN_ACCEPTED,
     app: str | None = None,
     tier_models: str | None = None,
     publish: bool = False,
@@ -65,7 +66,14 @@ def calibrate_from_labels(
             calibration,
             tier_clients,
             settings,
-            FitSpec(alpha=alpha, delta=delta, mode=mode, tau=tau, grid=grid),
+            FitSpec(
+                alpha=alpha,
+                delta=delta,
+                mode=mode,
+                tau=tau,
+                grid=grid,
+                min_accepted=min_accepted,
+            ),
             app=app,
             progress=progress,
         )

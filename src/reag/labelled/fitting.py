@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from reag.calibration.cascade import CascadeCalibration, Mode, calibrate_table
-from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid
+from reag.calibration.fixed_sequence import DEFAULT_GRID, DEFAULT_MIN_ACCEPTED, Grid
 from reag.calibration.scaling import DEFAULT_TAU
 from reag.calibration.scores import ScoreRecord, pivot
 from reag.judging.settings import N_TIERS
@@ -24,13 +24,15 @@ from reag.v1 import events_pb2 as pb
 
 @dataclass(frozen=True, slots=True)
 class FitSpec:
-    """What a fit is asked for: risk α with confidence 1-δ, the mode, τ and the λ grid."""
+    """What a fit is asked for: risk α with confidence 1-δ, the mode, τ, the λ grid, and how
+    many calibration items a candidate must accept before it is tested (``min_accepted``)."""
 
     alpha: float
     delta: float
     mode: Mode = "cascade"
     tau: int = DEFAULT_TAU
     grid: Grid = DEFAULT_GRID
+    min_accepted: int = DEFAULT_MIN_ACCEPTED
 
     def fit(self, records: Sequence[ScoreRecord], n_tiers: int) -> CascadeCalibration:
         """Fit tiers 1..n_tiers of an ``N_TIERS`` cascade from the records so far.
@@ -46,6 +48,7 @@ class FitSpec:
             mode=self.mode,
             tau=self.tau,
             grid=self.grid,
+            min_accepted=self.min_accepted,
         )
 
 
@@ -55,7 +58,11 @@ def thresholds_from(
     models: Sequence[str],
     computed_at: datetime | None = None,
 ) -> list[pb.Threshold]:
-    """One pb.Threshold per tier, as published on reag.thresholds.v1."""
+    """One pb.Threshold per tier, as published on reag.thresholds.v1.
+
+    The message has no field for ``min_accepted``, so the reason names it: a
+    reader of the history must be able to tell which rule produced a threshold.
+    """
     stamp = Timestamp()
     stamp.FromDatetime(computed_at or datetime.now(UTC))
     out: list[pb.Threshold] = []
@@ -72,7 +79,7 @@ def thresholds_from(
             calibration_hash=calibration.calibration_hash,
             mode=calibration.mode,
             temperature=fit.temperature,
-            reason=fit.reason,
+            reason=f"{fit.reason}; min_accepted={fit.min_accepted}",
         )
         if fit.threshold is not None:
             threshold.threshold = fit.threshold

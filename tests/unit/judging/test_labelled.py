@@ -61,12 +61,16 @@ async def test_cascade_mode_scores_a_tier_only_on_what_lower_tiers_leave(
 ) -> None:
     path = write_labelled(tmp_path / "labels.jsonl", 40)
     providers = three_providers()
+    # 20 SURE items are fewer than the default min_accepted (30): allow them to be tested.
+    spec = FitSpec(alpha=0.2, delta=0.1, min_accepted=20)
     result = await ingest_and_calibrate(
-        path, store, tier_clients(*providers), CascadeSettings(), FitSpec(alpha=0.2, delta=0.1)
+        path, store, tier_clients(*providers), CascadeSettings(), spec
     )
     # Tier 1 is sure (and right) on the 20 SURE items and accepts exactly those.
     fit1 = result.calibration.fit_for(1)
     assert fit1.threshold is not None
+    assert fit1.min_accepted == 20
+    assert result.thresholds[0].reason.endswith("min_accepted=20")
     assert fit1.n_accepted == 20
     assert fit1.n_disagree == 0
     assert [len(p.calls) for p in providers] == [200, 100, 100]
@@ -202,7 +206,9 @@ def test_reag_calibrate_labels_runs_the_judges_through_the_cli(
     monkeypatch.setenv("REAG_STATE_DIR", str(tmp_path / "state"))
     path = write_labelled(tmp_path / "labels.jsonl", 40)
     runner = CliRunner()
-    args = ["calibrate", "--labels", str(path), "--alpha", "0.2", "--delta", "0.1", "--json"]
+    # --min-accepted 20: the 20 SURE items are fewer than the default 30.
+    args = ["calibrate", "--labels", str(path), "--alpha", "0.2", "--delta", "0.1", "--json",
+            "--min-accepted", "20"]  # fmt: skip
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     calls = [len(p.calls) for p in providers]
@@ -216,5 +222,6 @@ def test_reag_calibrate_labels_runs_the_judges_through_the_cli(
     tiers = json.loads(first.output)["tiers"]
     assert tiers["1"]["threshold"] == pytest.approx(0.601)  # just above the 0.6 UNSURE items
     assert tiers["1"]["n_accepted"] == 20
+    assert tiers["1"]["min_accepted"] == json.loads(first.output)["min_accepted"] == 20
     assert tiers["2"]["threshold"] is None
     assert json.loads(first.output)["published"] == 0

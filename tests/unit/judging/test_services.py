@@ -95,7 +95,13 @@ async def test_calibrator_dead_letters_itemless_reviews_and_recalibrates_after_m
 ) -> None:
     store = CalibrationStore.open(f"sqlite:///{tmp_path / 'c.db'}")
     settings = CalibratorSettings(
-        topic_suffix=SUFFIX, recalibrate_every=4, alpha=0.5, delta=0.2, annotators=2, examples=1
+        topic_suffix=SUFFIX,
+        recalibrate_every=4,
+        alpha=0.5,
+        delta=0.2,
+        annotators=2,
+        examples=1,
+        min_accepted=3,
     )
     clients = [
         LLMClient(FakeProvider(model=f"fake:t{t}", label_script=marker_script())) for t in (1, 2, 3)
@@ -134,5 +140,6 @@ async def test_calibrator_dead_letters_itemless_reviews_and_recalibrates_after_m
         await test_broker.publish(review(3), REVIEWS + SUFFIX)
         assert [t.tier for t in thresholds] == [1, 2, 3]
     assert thresholds[0].n_calibration == 4
+    assert all(t.reason.endswith("min_accepted=3") for t in thresholds)  # the settings' rule
     assert store.count_items("cal-app") == 4
     assert sample("reag_calibration_items", app="cal-app") == 4.0
