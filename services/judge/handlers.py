@@ -17,9 +17,15 @@ from reag.calibration.store import CalibrationStore
 from reag.judging.cascade import next_step
 from reag.judging.decision import ThresholdBook, threshold_key
 from reag.judging.exemplars import AnnotatorSets, draw_annotator_sets
+from reag.judging.identity import refusal
 from reag.judging.judge import TierJudge
 from reag.judging.pinning import pinned_annotator_sets
-from reag.judging.telemetry import observe_request, observe_step, observe_threshold
+from reag.judging.telemetry import (
+    observe_refusal,
+    observe_request,
+    observe_step,
+    observe_threshold,
+)
 from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
 from services.judge.settings import JudgeSettings
@@ -46,6 +52,7 @@ class JudgeDeps:
     book: ThresholdBook
     _judges: dict[str, TierJudge] = field(default_factory=dict)
     _seen_apps: set[str] = field(default_factory=set)
+    _refused: dict[str, str] = field(default_factory=dict)  # app -> the reason last logged
 
     @classmethod
     def build(
@@ -77,6 +84,27 @@ class JudgeDeps:
     def reload(self, app: str) -> None:
         """Forget the app's judge: new thresholds may come with newly pinned examples."""
         self._judges.pop(app, None)
+
+    def usable_threshold(self, app: str, judge: TierJudge, service: str) -> pb.Threshold | None:
+        """The app's threshold if it was fitted on this very judge, else None (accept nothing).
+
+        Checked on every use, not only on arrival: the judge's own identity can change too
+        (newly pinned example sets, another model), and a threshold held from before must
+        then stop counting.
+        """
+        threshold = self.book.get(app)
+        why = refusal(judge, threshold)
+        if why is None:
+            if self._refused.pop(app, None) is not None:
+                log.info("%s: the threshold for %s matches this judge again", service, app)
+            observe_refusal(app, judge.config.tier, refused=False)
+            return threshold
+        if self._refused.get(app) != why:
+            self._refused[app] = why
+            log.warning("%s: refuses the threshold for %s: %s", service, app, why)
+            observe_threshold(app, judge.config.tier, None)
+        observe_refusal(app, judge.config.tier, refused=True)
+        return None
 
     def first_sight(self, app: str) -> bool:
         if app in self._seen_apps:
@@ -150,10 +178,10 @@ def build_router(settings: JudgeSettings, deps: JudgeDeps) -> KafkaRouter:
     async def judge_criterion(request: pb.JudgeRequest) -> Emit:
         app = request.meta.app
         observe_request(app, tier)
-        threshold = deps.book.get(app)
+        judge = await deps.judge_for(app, settings)
+        threshold = deps.usable_threshold(app, judge, spec.name)
         if deps.first_sight(app):
             observe_threshold(app, tier, threshold)
-        judge = await deps.judge_for(app, settings)
         judgement = await judge.judge(request)
         step = next_step(request, judgement, threshold, tier=tier, n_tiers=N_TIERS)
         observe_step(app, tier, judgement, step)

@@ -143,6 +143,12 @@ JUDGE_THRESHOLD_PRESENT = Gauge(
     "1 if the tier has a threshold (else it accepts nothing).",
     ["tier", "app"],
 )
+JUDGE_THRESHOLD_REFUSED = Gauge(
+    "reag_judge_threshold_refused",
+    "1 while the tier refuses the app's published threshold because it was fitted on another "
+    "judge identity (model, weights, prompt version, N, K or example sets): it accepts nothing.",
+    ["tier", "app"],
+)
 
 # --- Ledger, reviews, calibration --------------------------------------------------
 RESULTS = Counter("reag_results_total", "Test case results by outcome.", ["app", "outcome"])

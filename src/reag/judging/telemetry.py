@@ -30,6 +30,11 @@ def observe_step(app: str, tier: int, judgement: Judgement, step: Step) -> None:
         metrics.CRITERION_COST.labels(step.decision).observe(step.cumulative_cost_usd)
 
 
+def observe_refusal(app: str, tier: int, *, refused: bool) -> None:
+    """1 while the tier refuses the app's threshold as fitted on another judge identity."""
+    metrics.JUDGE_THRESHOLD_REFUSED.labels(str(tier), app).set(1.0 if refused else 0.0)
+
+
 def observe_threshold(app: str, tier: int, threshold: pb.Threshold | None) -> None:
     """Export the λ̂ in force: NaN and present=0 while the tier accepts nothing."""
     t = str(tier)

@@ -792,6 +792,11 @@ class Threshold(_message.Message):
     TEMPERATURE_FIELD_NUMBER: _builtins.int
     COMPUTED_AT_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    WEIGHTS_SHA256_FIELD_NUMBER: _builtins.int
+    PROMPT_VERSION_FIELD_NUMBER: _builtins.int
+    N_ANNOTATORS_FIELD_NUMBER: _builtins.int
+    K_EXAMPLES_FIELD_NUMBER: _builtins.int
+    EXAMPLES_DIGEST_FIELD_NUMBER: _builtins.int
     app: _builtins.str
     tier: _builtins.int
     model: _builtins.str
@@ -815,6 +820,19 @@ class Threshold(_message.Message):
     """selective temperature scaling; 1.0 = none"""
     reason: _builtins.str
     """why there is no threshold, when there is none"""
+    weights_sha256: _builtins.str
+    """The judge identity the threshold was fitted on: a confidence means something only for
+    one (model, weights, prompt, N, K, example sets). A judge refuses a threshold whose
+    identity differs from its own (reag.judging.identity). calibration_hash is the audit
+    record of the calibration set; judges cannot know it, so they do not match on it.
+    "" for hosted models, whose weights reag cannot see
+    """
+    prompt_version: _builtins.str
+    """the judge prompt template, e.g. "judge-prompt-v4" """
+    n_annotators: _builtins.int
+    k_examples: _builtins.int
+    examples_digest: _builtins.str
+    """digest of the annotators' pinned example sets"""
     @_builtins.property
     def computed_at(self) -> _timestamp_pb2.Timestamp: ...
     def __init__(
@@ -836,10 +854,15 @@ class Threshold(_message.Message):
         temperature: _builtins.float = ...,
         computed_at: _timestamp_pb2.Timestamp | None = ...,
         reason: _builtins.str = ...,
+        weights_sha256: _builtins.str = ...,
+        prompt_version: _builtins.str = ...,
+        n_annotators: _builtins.int = ...,
+        k_examples: _builtins.int = ...,
+        examples_digest: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["computed_at", b"computed_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "app", b"app", "calibration_hash", b"calibration_hash", "computed_at", b"computed_at", "delta", b"delta", "has_threshold", b"has_threshold", "mode", b"mode", "model", b"model", "n_accepted", b"n_accepted", "n_calibration", b"n_calibration", "reason", b"reason", "risk", b"risk", "risk_upper", b"risk_upper", "temperature", b"temperature", "threshold", b"threshold", "tier", b"tier"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "app", b"app", "calibration_hash", b"calibration_hash", "computed_at", b"computed_at", "delta", b"delta", "examples_digest", b"examples_digest", "has_threshold", b"has_threshold", "k_examples", b"k_examples", "mode", b"mode", "model", b"model", "n_accepted", b"n_accepted", "n_annotators", b"n_annotators", "n_calibration", b"n_calibration", "prompt_version", b"prompt_version", "reason", b"reason", "risk", b"risk", "risk_upper", b"risk_upper", "temperature", b"temperature", "threshold", b"threshold", "tier", b"tier", "weights_sha256", b"weights_sha256"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

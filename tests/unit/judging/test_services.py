@@ -16,6 +16,7 @@ from reag.v1 import events_pb2 as pb
 from services.calibrator.handlers import CalibratorDeps
 from services.calibrator.handlers import build_router as build_calibrator
 from services.calibrator.settings import CalibratorSettings
+from reag.judging.identity import JudgeIdentity
 from services.judge.handlers import JudgeDeps, announce, build_router
 from services.judge.settings import JudgeSettings
 from services.kit.topology import ABSTAINS, DLQ, JUDGE_TIER, REVIEWS, THRESHOLDS, VERDICTS
@@ -81,6 +82,7 @@ async def test_last_tier_abstains_then_accepts_once_a_threshold_arrives() -> Non
         assert sample("reag_judge_threshold_present", tier="3", app=app) == 0.0
 
         th = pb.Threshold(app=app, tier=3, model="fake:tier3", has_threshold=True, threshold=0.9)
+        JudgeIdentity.of_judge(await deps.judge_for(app, settings)).stamp(th)
         th.computed_at.seconds = 5
         await test_broker.publish(th.SerializeToString(), THRESHOLDS + SUFFIX)
         assert sample("reag_judge_threshold", tier="3", app=app) == pytest.approx(0.9)
@@ -88,6 +90,64 @@ async def test_last_tier_abstains_then_accepts_once_a_threshold_arrives() -> Non
         assert [(v.tier, v.label) for v in verdicts] == [(3, pb.LABEL_NO)]
     assert sample("reag_judge_decisions_total", tier="3", app=app, decision="abstained") == 1.0
     assert sample("reag_judge_decisions_total", tier="3", app=app, decision="accepted") == 1.0
+
+
+@pytest.mark.parametrize(
+    ("field", "other"),
+    [
+        ("prompt_version", "judge-prompt-v3"),
+        ("n_annotators", 3),
+        ("k_examples", 1),
+        ("model", "fake:other"),
+        ("weights_sha256", "ab" * 32),
+        ("examples_digest", "0" * 64),
+    ],
+)
+async def test_a_running_judge_refuses_a_threshold_fitted_on_another_judge(
+    field: str, other: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Accepts nothing under it (logged, gauge), then accepts under the matching one."""
+    settings = JudgeSettings(tier=3, topic_suffix=SUFFIX)
+    deps = judge_deps(settings)
+    broker = KafkaBroker()
+    broker.include_router(build_router(settings, deps))
+    verdicts: list[pb.Verdict] = []
+    abstains: list[pb.Abstain] = []
+
+    @broker.subscriber(VERDICTS + SUFFIX)
+    async def on_verdict(body: bytes) -> None:
+        verdicts.append(pb.Verdict.FromString(body))
+
+    @broker.subscriber(ABSTAINS + SUFFIX)
+    async def on_abstain(body: bytes) -> None:
+        abstains.append(pb.Abstain.FromString(body))
+
+    app = f"identity-{field}"
+    own = JudgeIdentity.of_judge(await deps.judge_for(app, settings))
+    stale = pb.Threshold(app=app, has_threshold=True, threshold=0.5)
+    own.stamp(stale)
+    setattr(stale, field, other)
+    stale.computed_at.seconds = 5
+    matching = pb.Threshold(app=app, has_threshold=True, threshold=0.5)
+    own.stamp(matching)
+    matching.computed_at.seconds = 6
+    request = make_request("Sugar is 30 g. SURE-NO", app=app, case="c-1")
+    async with TestKafkaBroker(broker) as test_broker:
+        if field != "model":  # the book already drops another model's threshold on arrival
+            await test_broker.publish(stale.SerializeToString(), THRESHOLDS + SUFFIX)
+            assert deps.book.get(app) is not None
+        with caplog.at_level(logging.WARNING, logger="reag.judge"):
+            await test_broker.publish(request.SerializeToString(), JUDGE_TIER[3] + SUFFIX)
+        assert verdicts == []
+        assert len(abstains) == 1
+        if field != "model":
+            assert f"refuses the threshold for {app}" in caplog.text
+            assert field in caplog.text
+            assert sample("reag_judge_threshold_refused", tier="3", app=app) == 1.0
+        await test_broker.publish(matching.SerializeToString(), THRESHOLDS + SUFFIX)
+        await test_broker.publish(request.SerializeToString(), JUDGE_TIER[3] + SUFFIX)
+        assert [(v.tier, v.label) for v in verdicts] == [(3, pb.LABEL_NO)]
+    assert sample("reag_judge_threshold_refused", tier="3", app=app) == 0.0
 
 
 async def test_calibrator_dead_letters_itemless_reviews_and_recalibrates_after_m(
