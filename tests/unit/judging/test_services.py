@@ -10,13 +10,13 @@ from faststream.kafka import KafkaBroker, TestKafkaBroker
 from prometheus_client import REGISTRY
 
 from reag.calibration.store import CalibrationStore
+from reag.judging.identity import JudgeIdentity
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
 from reag.v1 import events_pb2 as pb
 from services.calibrator.handlers import CalibratorDeps
 from services.calibrator.handlers import build_router as build_calibrator
 from services.calibrator.settings import CalibratorSettings
-from reag.judging.identity import JudgeIdentity
 from services.judge.handlers import JudgeDeps, announce, build_router
 from services.judge.settings import JudgeSettings
 from services.kit.topology import ABSTAINS, DLQ, JUDGE_TIER, REVIEWS, THRESHOLDS, VERDICTS
