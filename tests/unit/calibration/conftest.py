@@ -45,8 +45,31 @@ class Judges:
         p_wrong = 1.0 / (1.0 + np.exp(self.error_gain * grip + 1.0))
         wrong = rng.random((n, skills.size)) < p_wrong
         seen = grip + rng.normal(scale=self.confidence_noise, size=grip.shape)
-        confidence = 1.0 - 0.5 / (1.0 + np.exp(self.confidence_gain * seen))
-        return confidence, wrong, p_wrong
+        return self.confidence(seen), wrong, p_wrong
+
+    def confidence(self, seen: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Rises with the judge's noisy view of its grip, piling up just below 1."""
+        confidence: NDArray[np.float64] = 1.0 - 0.5 / (1.0 + np.exp(self.confidence_gain * seen))
+        return confidence
+
+
+@dataclass(frozen=True)
+class NeverSaturatingJudges(Judges):
+    """The same judges, but confidence tops out at ``ceiling`` and is spread, not piled up.
+
+    Like a small local model: its most confident items are few and thinly
+    spread, so the first candidate that accepts anything accepts one item.
+    """
+
+    confidence_gain: float = 0.8
+    ceiling: float = 0.92
+
+    def confidence(self, seen: NDArray[np.float64]) -> NDArray[np.float64]:
+        spread = self.ceiling - 0.5
+        confidence: NDArray[np.float64] = np.round(
+            0.5 + spread / (1.0 + np.exp(-self.confidence_gain * seen)), 3
+        )
+        return confidence
 
 
 @dataclass(frozen=True)
@@ -73,6 +96,12 @@ class BlindJudges:
 def judges() -> Draw:
     """Three judges of rising skill whose confidence tracks their correctness."""
     return Judges().draw
+
+
+@pytest.fixture
+def flat_judges() -> Draw:
+    """Three judges of rising skill whose confidences never exceed 0.92 (small local models)."""
+    return NeverSaturatingJudges().draw
 
 
 @pytest.fixture

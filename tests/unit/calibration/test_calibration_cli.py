@@ -151,3 +151,27 @@ def test_sweep_with_an_evaluation_file(
               "--split", "0.5", "--out", str(out)],
     )  # fmt: skip
     assert both.exit_code == 2
+
+
+def test_min_accepted_is_shown_and_checked(cli: typer.Typer, scores: Path, tmp_path: Path) -> None:
+    from reag.calibration import DEFAULT_MIN_ACCEPTED
+    from shell.cli import calibrate
+
+    # The CLI spells the default out to keep --help fast; it must be the library's.
+    assert calibrate.DEFAULT_MIN_ACCEPTED == DEFAULT_MIN_ACCEPTED
+    runner = CliRunner()
+    table = runner.invoke(cli, ["calibrate", "--scores", str(scores)])
+    assert table.exit_code == 0, table.output
+    assert "min accepted 30," in table.stdout.splitlines()[0]
+    chosen = runner.invoke(cli, ["calibrate", "--scores", str(scores), "--min-accepted", "12"])
+    assert "min accepted 12," in chosen.stdout.splitlines()[0]
+    zero = runner.invoke(cli, ["calibrate", "--scores", str(scores), "--min-accepted", "0"])
+    assert zero.exit_code == 2
+    out = tmp_path / "sweep"
+    swept = runner.invoke(
+        cli,
+        ["sweep", "--scores", str(scores), "--alphas", "0.1", "--min-accepted", "40",
+         "--out", str(out)],
+    )  # fmt: skip
+    assert swept.exit_code == 0, swept.output
+    assert "min accepted = 40" in swept.stdout

@@ -168,3 +168,65 @@ def test_inputs_are_checked() -> None:
         fit_threshold(np.array([0.9, np.nan]), np.zeros(2, bool), alpha=0.1, delta=0.1)
     with pytest.raises(CalibrationError, match="alpha"):
         fit_threshold(np.ones(3), np.zeros(3, bool), alpha=0.0, delta=0.1)
+
+
+def _never_saturating(seed: int, n: int) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """A judge like a small local model: confidences only in [0.5, 0.92], tracking correctness."""
+    rng = np.random.default_rng(seed)
+    confidence = np.round(rng.uniform(0.5, 0.92, n), 3)
+    wrong = rng.random(n) < 0.9 * (0.92 - confidence)
+    return confidence, wrong
+
+
+def test_a_judge_that_never_saturates_gets_a_threshold_only_with_min_accepted() -> None:
+    confidence, wrong = _never_saturating(1, 400)
+    today = fit_threshold(confidence, wrong, alpha=0.1, delta=0.1, min_accepted=TODAY)
+    assert today.threshold is None
+    # The demo's failure: one item above the first candidate, bound 1 − δ.
+    assert "λ=0.92 (0 of 1 disagree), has upper bound 0.900 > α=0.1" in today.reason
+    fit = fit_threshold(confidence, wrong, alpha=0.1, delta=0.1)
+    assert fit.min_accepted == DEFAULT_MIN_ACCEPTED == 30
+    assert fit.threshold == 0.767
+    assert (fit.n_accepted, fit.n_disagree) == (135, 8)
+    assert fit.risk_upper is not None
+    assert fit.risk_upper <= 0.1
+    assert "the next candidate, λ=0.766" in fit.reason
+
+
+def test_no_passing_candidate_means_no_threshold_never_the_top_one() -> None:
+    # 20 clean items: M = 1 passes them (bound 1 − 0.1^(1/20) ≈ 0.109 ≤ 0.2); with M = 30 no
+    # candidate is ever tested, and there is no fallback to the top candidate.
+    confidence, wrong = np.full(20, 0.95), np.zeros(20, bool)
+    assert fit_threshold(confidence, wrong, alpha=0.2, delta=0.1, min_accepted=TODAY).threshold
+    fit = fit_threshold(confidence, wrong, alpha=0.2, delta=0.1)
+    assert fit.threshold is None
+    assert fit.n_accepted == 0
+    assert "no candidate accepts at least 30 items (the lowest, λ=0.5, accepts 20 of 20)" in (
+        fit.reason
+    )
+
+
+def test_the_first_tested_candidate_names_the_rule_when_it_fails() -> None:
+    confidence = np.concatenate([np.full(10, 0.97), np.full(30, 0.9)])
+    wrong = np.zeros(40, bool)
+    wrong[:5] = True
+    fit = fit_threshold(confidence, wrong, alpha=0.1, delta=0.1)
+    assert fit.threshold is None
+    assert "the first candidate that accepts at least 30 items, λ=0.9 (5 of 40 disagree)" in (
+        fit.reason
+    )
+
+
+def test_a_small_bad_top_is_passed_over_not_tested() -> None:
+    # The top five items of test_a_bad_candidate_high_up_blocks_everything_below (two wrong)
+    # are fewer than 30: their candidates are not tested, so they no longer block the 500.
+    confidence = np.concatenate([np.full(5, 0.99), np.full(500, 0.8)])
+    wrong = np.concatenate([[True, True, False, False, False], np.zeros(500, bool)])
+    fit = fit_threshold(confidence, wrong, alpha=0.1, delta=0.1)
+    assert fit.threshold == 0.5
+    assert (fit.n_accepted, fit.n_disagree) == (505, 2)
+
+
+def test_min_accepted_is_checked() -> None:
+    with pytest.raises(CalibrationError, match="min_accepted"):
+        fit_threshold(np.ones(3), np.zeros(3, bool), alpha=0.1, delta=0.1, min_accepted=0)
