@@ -153,7 +153,8 @@ def fit_threshold(
     accept nothing). This keeps the guarantee because the rule reads only the
     confidences, never the labels: whether λ is tested depends on n(λ) alone,
     and given n(λ) its disagreements are still Binomial(n(λ), R(λ)), so no
-    candidate is chosen for having done well. No passing candidate means no
+    candidate is chosen for having done well (docs/calibration.md gives the
+    argument and its one assumption). No passing candidate means no
     threshold; the top candidate is never accepted as a fallback. Vectorised:
     one sort, then counts for every candidate by binary search.
     """
