@@ -10,8 +10,12 @@ from collections.abc import Sequence
 from faststream.asgi import AsgiFastStream
 
 from reag.calibration.store import CalibrationStore
-from reag.labelled.clients import make_tier_clients
+from reag.judging.decision import threshold_key
+from reag.judging.identity import refusal
+from reag.judging.judge import TierJudge
+from reag.labelled.clients import build_judges, make_tier_clients
 from reag.llm.client import LLMClient
+from reag.v1 import events_pb2 as pb
 from services.calibrator.handlers import CalibratorDeps, build_router
 from services.calibrator.publish import publish_thresholds
 from services.calibrator.settings import CalibratorSettings
@@ -20,10 +24,38 @@ from services.kit.app import make_app
 log = logging.getLogger("reag.calibrator")
 
 
-async def republish_latest(settings: CalibratorSettings, store: CalibrationStore) -> int:
-    """Publish the newest stored threshold of every (app, tier): a restarted embedded
-    broker has none, and judges must not fall back to accepting nothing."""
-    latest = await asyncio.to_thread(store.latest_thresholds)
+def current_thresholds(
+    settings: CalibratorSettings, store: CalibrationStore, clients: Sequence[LLMClient]
+) -> list[pb.Threshold]:
+    """The newest stored threshold of every (app, tier) that still fits the judge the tier
+    runs now; one fitted on another model, prompt, N, K or example set is left out (a judge
+    would refuse it anyway) and said in a log line, so nobody mistakes it for in force."""
+    fresh: list[pb.Threshold] = []
+    judges: dict[str, list[TierJudge]] = {}
+    for threshold in store.latest_thresholds():
+        if threshold.app not in judges:
+            judges[threshold.app] = build_judges(store, threshold.app, clients, settings)
+        tiers = judges[threshold.app]
+        if not 1 <= threshold.tier <= len(tiers):
+            continue
+        why = refusal(tiers[threshold.tier - 1], threshold)
+        if why is not None:
+            log.warning(
+                "calibrator: not republishing the stored threshold for %s: %s",
+                threshold_key(threshold.app, threshold.tier),
+                why,
+            )
+            continue
+        fresh.append(threshold)
+    return fresh
+
+
+async def republish_latest(
+    settings: CalibratorSettings, store: CalibrationStore, clients: Sequence[LLMClient]
+) -> int:
+    """Publish the stored thresholds still in force: a restarted embedded broker has none,
+    and judges must not fall back to accepting nothing."""
+    latest = await asyncio.to_thread(current_thresholds, settings, store, clients)
     count = await publish_thresholds(settings.kafka, latest, topic_suffix=settings.topic_suffix)
     log.info("calibrator: republished %d stored thresholds", count)
     return count
@@ -43,7 +75,7 @@ def create_app(
     deps = CalibratorDeps(calibration, tier_clients)
 
     async def start() -> None:
-        await republish_latest(settings, calibration)
+        await republish_latest(settings, calibration, tier_clients)
 
     async def stop() -> None:
         for client in tier_clients:

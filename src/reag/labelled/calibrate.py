@@ -72,7 +72,7 @@ async def calibrate_app(
     )
     calibration = spec.fit(records, len(judges))
     models = tuple(j.model for j in judges)
-    thresholds = thresholds_from(calibration, app, models)
+    thresholds = thresholds_from(calibration, app, judges)
     version = judges[0].prompt_version if judges else ""
     store.record_thresholds(thresholds, prompt_version=version, trigger=trigger)
     metrics.CALIBRATION_RUNS.labels(trigger).inc()

@@ -18,6 +18,8 @@ from reag.calibration.cascade import CascadeCalibration, Mode, calibrate_table
 from reag.calibration.fixed_sequence import DEFAULT_GRID, DEFAULT_MIN_ACCEPTED, Grid
 from reag.calibration.scaling import DEFAULT_TAU
 from reag.calibration.scores import ScoreRecord, pivot
+from reag.judging.identity import JudgeIdentity
+from reag.judging.judge import TierJudge
 from reag.judging.settings import N_TIERS
 from reag.v1 import events_pb2 as pb
 
@@ -55,22 +57,17 @@ class FitSpec:
 def thresholds_from(
     calibration: CascadeCalibration,
     app: str,
-    models: Sequence[str],
+    judges: Sequence[TierJudge],
     computed_at: datetime | None = None,
 ) -> list[pb.Threshold]:
-    """One pb.Threshold per tier, as published on reag.thresholds.v1.
-
-    The message has no field for ``min_accepted``, so the reason names it: a
-    reader of the history must be able to tell which rule produced a threshold.
-    """
+    """One pb.Threshold per tier, as published on reag.thresholds.v1, each stamped with the
+    identity of the judge it was fitted on (a judge refuses any other: reag.judging.identity)."""
     stamp = Timestamp()
     stamp.FromDatetime(computed_at or datetime.now(UTC))
     out: list[pb.Threshold] = []
     for t, fit in enumerate(calibration.tiers, start=1):
         threshold = pb.Threshold(
             app=app,
-            tier=t,
-            model=models[t - 1],
             has_threshold=fit.threshold is not None,
             alpha=calibration.alpha,
             delta=fit.delta,
@@ -79,8 +76,10 @@ def thresholds_from(
             calibration_hash=calibration.calibration_hash,
             mode=calibration.mode,
             temperature=fit.temperature,
-            reason=f"{fit.reason}; min_accepted={fit.min_accepted}",
+            reason=fit.reason,
+            min_accepted=fit.min_accepted,
         )
+        JudgeIdentity.of_judge(judges[t - 1]).stamp(threshold)
         if fit.threshold is not None:
             threshold.threshold = fit.threshold
             threshold.risk = fit.risk or 0.0

@@ -797,6 +797,7 @@ class Threshold(_message.Message):
     N_ANNOTATORS_FIELD_NUMBER: _builtins.int
     K_EXAMPLES_FIELD_NUMBER: _builtins.int
     EXAMPLES_DIGEST_FIELD_NUMBER: _builtins.int
+    MIN_ACCEPTED_FIELD_NUMBER: _builtins.int
     app: _builtins.str
     tier: _builtins.int
     model: _builtins.str
@@ -833,6 +834,8 @@ class Threshold(_message.Message):
     k_examples: _builtins.int
     examples_digest: _builtins.str
     """digest of the annotators' pinned example sets"""
+    min_accepted: _builtins.int
+    """candidates accepting fewer calibration items were passed over"""
     @_builtins.property
     def computed_at(self) -> _timestamp_pb2.Timestamp: ...
     def __init__(
@@ -859,10 +862,11 @@ class Threshold(_message.Message):
         n_annotators: _builtins.int = ...,
         k_examples: _builtins.int = ...,
         examples_digest: _builtins.str = ...,
+        min_accepted: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["computed_at", b"computed_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "app", b"app", "calibration_hash", b"calibration_hash", "computed_at", b"computed_at", "delta", b"delta", "examples_digest", b"examples_digest", "has_threshold", b"has_threshold", "k_examples", b"k_examples", "mode", b"mode", "model", b"model", "n_accepted", b"n_accepted", "n_annotators", b"n_annotators", "n_calibration", b"n_calibration", "prompt_version", b"prompt_version", "reason", b"reason", "risk", b"risk", "risk_upper", b"risk_upper", "temperature", b"temperature", "threshold", b"threshold", "tier", b"tier", "weights_sha256", b"weights_sha256"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "app", b"app", "calibration_hash", b"calibration_hash", "computed_at", b"computed_at", "delta", b"delta", "examples_digest", b"examples_digest", "has_threshold", b"has_threshold", "k_examples", b"k_examples", "min_accepted", b"min_accepted", "mode", b"mode", "model", b"model", "n_accepted", b"n_accepted", "n_annotators", b"n_annotators", "n_calibration", b"n_calibration", "prompt_version", b"prompt_version", "reason", b"reason", "risk", b"risk", "risk_upper", b"risk_upper", "temperature", b"temperature", "threshold", b"threshold", "tier", b"tier", "weights_sha256", b"weights_sha256"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -19,6 +19,7 @@ from google.protobuf.message import Message
 
 from reag.calibration.store import CalibrationStore
 from reag.judging.decision import threshold_key
+from reag.judging.identity import JudgeIdentity
 from reag.judging.prompt import RESPONSE_TAG
 from reag.llm.base import Message as LLMMessage
 from reag.llm.client import LLMClient
@@ -35,16 +36,17 @@ from services.kit.topology import THRESHOLDS
 
 M = TypeVar("M", bound=Message)
 APP = "nutrition"
-_CASE_RESPONSE = re.compile(
-    rf"## Case under test\n.*?<{RESPONSE_TAG}>\n(.*?)\n</{RESPONSE_TAG}>", re.DOTALL
-)
+_FENCED_RESPONSE = re.compile(rf"<{RESPONSE_TAG}>\n(.*?)\n</{RESPONSE_TAG}>", re.DOTALL)
 # P(YES) each annotator gives when the case's response carries the marker.
 MARKERS = {"SURE-YES": 0.99, "SURE-NO": 0.01, "FAIRLY-SURE": 0.8, "UNSURE": 0.6}
 
 
 def scripted_p_yes(prompt: str | Sequence[LLMMessage], labels: Sequence[str]) -> dict[str, float]:
-    text = prompt if isinstance(prompt, str) else " ".join(m.content for m in prompt)
-    match = _CASE_RESPONSE.search(text)
+    # The case is the last user turn of a chat prompt (the examples come before it).
+    text = (
+        prompt if isinstance(prompt, str) else [m for m in prompt if m.role == "user"][-1].content
+    )
+    match = _FENCED_RESPONSE.search(text.partition("## Case under test")[2] or text)
     assert match, "judge prompt without a fenced response"
     p = next((v for k, v in MARKERS.items() if k in match.group(1)), 0.5)
     return {"YES": p, "NO": 1.0 - p}
@@ -112,6 +114,13 @@ class Cascade:
     providers: dict[int, FakeProvider]
     store: CalibrationStore
 
+    async def stamped(self, threshold: pb.Threshold) -> pb.Threshold:
+        """``threshold`` as the calibrator publishes it: fitted on the tier's running judge."""
+        settings = JudgeSettings(tier=threshold.tier, kafka=self.kafka, topic_suffix=self.suffix)
+        judge = await self.deps[threshold.tier].judge_for(threshold.app, settings)
+        JudgeIdentity.of_judge(judge).stamp(threshold)
+        return threshold
+
     @property
     def bootstrap(self) -> str:
         return self.kafka.bootstrap_servers
@@ -139,6 +148,18 @@ async def cascade_factory(
     brokers = []
 
     async def start(thresholds: Sequence[pb.Threshold]) -> Cascade:
+        deps: dict[int, JudgeDeps] = {}
+        providers: dict[int, FakeProvider] = {}
+        every = {}
+        for tier in (1, 2, 3):
+            every[tier] = JudgeSettings(tier=tier, kafka=kafka, topic_suffix=topic_suffix)
+            providers[tier] = tier_provider(tier)
+            deps[tier] = JudgeDeps.build(every[tier], LLMClient(providers[tier]), calibration_store)
+        # Thresholds as the calibrator would publish them: fitted on these very judges.
+        for t in thresholds:
+            if not t.prompt_version:
+                judge = await deps[t.tier].judge_for(t.app, every[t.tier])
+                JudgeIdentity.of_judge(judge).stamp(t)
         if thresholds:
             await produce(
                 kafka.bootstrap_servers,
@@ -146,13 +167,9 @@ async def cascade_factory(
                 thresholds,
                 threshold_topic_key,
             )
-        deps: dict[int, JudgeDeps] = {}
-        providers: dict[int, FakeProvider] = {}
         broker = make_broker(kafka, f"judges{topic_suffix}")
         for tier in (1, 2, 3):
-            settings = JudgeSettings(tier=tier, kafka=kafka, topic_suffix=topic_suffix)
-            providers[tier] = tier_provider(tier)
-            deps[tier] = JudgeDeps.build(settings, LLMClient(providers[tier]), calibration_store)
+            settings = every[tier]
             await load_thresholds(settings, deps[tier])
             broker.include_router(build_router(settings, deps[tier]))
         await broker.start()

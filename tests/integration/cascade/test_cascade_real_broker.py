@@ -105,7 +105,7 @@ async def test_a_threshold_update_changes_a_running_judge_without_restart(
     await produce(
         cascade.bootstrap,
         THRESHOLDS + cascade.suffix,
-        [threshold(1, 0.75, seconds=2_000)],
+        [await cascade.stamped(threshold(1, 0.75, seconds=2_000))],
         lambda _: "nutrition/tier1",
     )
     book = cascade.deps[1].book
@@ -138,7 +138,12 @@ async def test_review_labels_reach_the_calibrator_and_new_thresholds_reach_the_j
     m = 20
     cascade = await cascade_factory([])
     settings = CalibratorSettings(
-        kafka=cascade.kafka, topic_suffix=cascade.suffix, recalibrate_every=m, alpha=0.25, delta=0.1
+        kafka=cascade.kafka,
+        topic_suffix=cascade.suffix,
+        recalibrate_every=m,
+        alpha=0.25,
+        delta=0.1,
+        min_accepted=m // 2,
     )
     clients = [LLMClient(tier_provider(t)) for t in (1, 2, 3)]
     broker = make_broker(cascade.kafka, f"calibrator{cascade.suffix}")
@@ -180,12 +185,16 @@ async def test_the_calibrator_republishes_stored_thresholds_at_start(
 ) -> None:
     cascade = await cascade_factory([])
     old, new = threshold(1, 0.9, seconds=10), threshold(1, 0.8, seconds=20)
-    cascade.store.record_thresholds(
-        [old, threshold(2, None, seconds=10)], prompt_version="v", trigger="cli"
-    )
+    fitted = threshold(2, None, seconds=10)
+    stale = threshold(3, 0.7, seconds=10)  # fitted under an older prompt: not in force
+    for t in (old, new, fitted, stale):
+        await cascade.stamped(t)
+    stale.prompt_version = "judge-prompt-v3"
+    cascade.store.record_thresholds([old, fitted, stale], prompt_version="v", trigger="cli")
     cascade.store.record_thresholds([new], prompt_version="v", trigger="reviews")
     settings = CalibratorSettings(kafka=cascade.kafka, topic_suffix=cascade.suffix)
-    assert await republish_latest(settings, cascade.store) == 2
+    clients = [LLMClient(tier_provider(t)) for t in (1, 2, 3)]
+    assert await republish_latest(settings, cascade.store, clients) == 2
     published = await read_until(
         cascade.bootstrap, THRESHOLDS + cascade.suffix, pb.Threshold, lambda ts: len(ts) >= 2
     )

@@ -70,7 +70,7 @@ async def test_cascade_mode_scores_a_tier_only_on_what_lower_tiers_leave(
     fit1 = result.calibration.fit_for(1)
     assert fit1.threshold is not None
     assert fit1.min_accepted == 20
-    assert result.thresholds[0].reason.endswith("min_accepted=20")
+    assert result.thresholds[0].min_accepted == 20
     assert fit1.n_accepted == 20
     assert fit1.n_disagree == 0
     assert [len(p.calls) for p in providers] == [200, 100, 100]
