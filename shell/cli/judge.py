@@ -13,6 +13,7 @@ there is no threshold, since thresholds are per app.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
@@ -83,40 +84,24 @@ def _annotators(
 def _threshold_in_force(
     store: CalibrationStore | None, app: str | None, judge: TierJudge
 ) -> _Threshold:
-    """The latest threshold recorded for (app, tier), if it was fit on this judge's confidence.
+    """The latest threshold recorded for (app, tier), if it was fitted on this very judge.
 
-    A λ̂ says nothing about another model's confidences or another prompt
-    version's (other N, K or example sets), so such a threshold is reported
-    as not applying rather than used.
+    A λ̂ says nothing about another judge's confidences (another model, weights,
+    prompt version, N, K or example sets: ``reag.judging.identity``), so such a
+    threshold is reported as not applying rather than used, as a running judge does.
     """
     if store is None or app is None:
         return _Threshold(None, None)
-    from sqlalchemy import select
-
-    from reag.calibration.store import ThresholdRow
-    from reag.v1 import events_pb2 as pb
+    from reag.judging.identity import refusal
 
     tier = judge.config.tier
-    with store.sessions() as session:
-        row = session.scalars(
-            select(ThresholdRow)
-            .where(ThresholdRow.app == app, ThresholdRow.tier == tier)
-            .order_by(ThresholdRow.id.desc())
-            .limit(1)
-        ).one_or_none()
-        if row is None:
-            return _Threshold(None, f"no threshold recorded for app {app!r} tier {tier}")
-        threshold, version = pb.Threshold.FromString(row.threshold_pb), row.prompt_version
-    if threshold.model and threshold.model != judge.model:
-        return _Threshold(
-            None, f"the threshold in force was fit for {threshold.model}, not {judge.model}"
-        )
-    if version and version != judge.prompt_version:
-        return _Threshold(
-            None,
-            f"the threshold in force was fit under prompt version {version}, "
-            f"not {judge.prompt_version}",
-        )
+    history = store.threshold_history(app, tier)
+    if not history:
+        return _Threshold(None, f"no threshold recorded for app {app!r} tier {tier}")
+    threshold = history[-1]
+    why = refusal(judge, threshold)
+    if why is not None:
+        return _Threshold(None, f"the threshold in force does not apply: {why}")
     if not threshold.has_threshold:
         return _Threshold(None, f"calibration found no threshold: {threshold.reason}")
     return _Threshold(threshold, None)
@@ -124,6 +109,7 @@ def _threshold_in_force(
 
 def _summary(judge: TierJudge, judgement: Judgement, in_force: _Threshold) -> dict[str, Any]:
     from reag.judging.decision import accepts
+    from reag.judging.identity import JudgeIdentity
 
     threshold = in_force.threshold
     return {
@@ -135,6 +121,8 @@ def _summary(judge: TierJudge, judgement: Judgement, in_force: _Threshold) -> di
         "accepted": accepts(judgement.confidence, threshold),
         "tier": judge.config.tier,
         "prompt_version": judge.prompt_version,
+        # What a threshold must have been fitted on to apply (reag.judging.identity).
+        "identity": dataclasses.asdict(JudgeIdentity.of_judge(judge)),
         "threshold_note": in_force.note,
     }
 

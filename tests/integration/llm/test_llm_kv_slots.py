@@ -69,7 +69,9 @@ async def test_interleaved_slots_give_the_numbers_of_fresh_one_slot_evaluations(
     asked: list[tuple[str, LabelProbs]] = []
     scores = []
     for index in range(len(CASES)):
-        prompts: list[str | list[Message]] = list(annotator_prompts(request(index), SETS))
+        prompts: list[str | list[Message]] = list(
+            annotator_prompts(request(index), SETS, chat=False)
+        )
         group = await client.label_probs_many(prompts, LABELS)
         asked += [(str(p), r) for p, r in zip(prompts, group, strict=True)]
         asked.append((one_off(index), await client.label_probs(one_off(index), LABELS)))
@@ -96,18 +98,22 @@ async def test_annotator_prefixes_stay_cached_across_judgements_and_one_offs(
         return engine.tokenize(prompt, bos=True)
 
     prefix_tokens = [len(ids(annotator_prefix(s))) for s in SETS]
-    cold = await client.label_probs_many(list(annotator_prompts(request(0), SETS)), LABELS)
+    cold = await client.label_probs_many(
+        list(annotator_prompts(request(0), SETS, chat=False)), LABELS
+    )
     for index in range(4):  # other callers' one-off prompts in between
         await client.score_continuation(one_off(index), " The keeper slept.")
     warm = []
     for index in (1, 2):
-        prompts: list[str | list[Message]] = list(annotator_prompts(request(index), SETS))
+        prompts: list[str | list[Message]] = list(
+            annotator_prompts(request(index), SETS, chat=False)
+        )
         warm.append(await client.label_probs_many(prompts, LABELS))
 
     assert [r.usage.cached_tokens for r in cold] == [0] * N
     for index, group in zip((1, 2), warm, strict=True):
-        before = [ids(p) for p in annotator_prompts(request(index - 1), SETS)]
-        now = [ids(p) for p in annotator_prompts(request(index), SETS)]
+        before = [ids(str(p)) for p in annotator_prompts(request(index - 1), SETS, chat=False)]
+        now = [ids(str(p)) for p in annotator_prompts(request(index), SETS, chat=False)]
         for j, result in enumerate(group):
             # at least the annotator's prefix but its last, unclosed block; at most
             # what the prompt shares with the same annotator's previous one

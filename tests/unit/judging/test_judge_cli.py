@@ -6,12 +6,14 @@ import json
 from collections.abc import Sequence
 from itertools import cycle
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from reag.calibration.store import CalibrationStore
+from reag.judging.identity import JudgeIdentity
 from reag.labelled.files import read_labelled
 from reag.llm.base import Message
 from reag.llm.client import Caller, LLMClient
@@ -99,10 +101,11 @@ def test_without_an_app_one_zero_shot_annotator_judges(
     assert out["threshold"] is None
 
 
-def _record(dsn: str, *, value: float, model: str, prompt_version: str) -> None:
-    threshold = pb.Threshold(
-        app="nutrition", tier=1, model=model, has_threshold=True, threshold=value
-    )
+def _record(dsn: str, *, value: float, identity: dict[str, Any], **other: Any) -> None:
+    """A threshold fitted on the judge ``identity`` names, with ``other`` fields changed."""
+    threshold = pb.Threshold(app="nutrition", has_threshold=True, threshold=value)
+    JudgeIdentity(**{**identity, **other}).stamp(threshold)
+    prompt_version = threshold.prompt_version
     threshold.computed_at.GetCurrentTime()
     CalibrationStore.open(dsn).record_thresholds(
         [threshold], prompt_version=prompt_version, trigger="test"
@@ -113,9 +116,9 @@ def test_the_latest_matching_threshold_decides_acceptance(
     cli: typer.Typer, dsn: str, prompts: list[str]
 ) -> None:
     args = ("--app", "nutrition", "-m", "fake:judge", "--annotators", "3", "--examples", "2")
-    version = json.loads(_run(cli, *args, "--json")[1])["prompt_version"]
-    _record(dsn, value=0.9, model="fake:judge", prompt_version=version)
-    _record(dsn, value=0.5, model="fake:judge", prompt_version=version)
+    identity = json.loads(_run(cli, *args, "--json")[1])["identity"]
+    _record(dsn, value=0.9, identity=identity)
+    _record(dsn, value=0.5, identity=identity)
     out = json.loads(_run(cli, *args, "--json")[1])
     assert out["threshold"] == pytest.approx(0.5)
     assert out["accepted"] is True
@@ -129,14 +132,17 @@ def test_a_threshold_fit_for_another_model_or_prompt_does_not_apply(
     cli: typer.Typer, dsn: str, prompts: list[str]
 ) -> None:
     args = ("--app", "nutrition", "-m", "fake:judge", "--annotators", "3", "--examples", "2")
-    _record(dsn, value=0.5, model="fake:other", prompt_version="")
+    identity = json.loads(_run(cli, *args, "--json")[1])["identity"]
+    _record(dsn, value=0.5, identity=identity, model="fake:other")
     out = json.loads(_run(cli, *args, "--json")[1])
     assert out["threshold"] is None
     assert "fake:other" in out["threshold_note"]
-    _record(dsn, value=0.5, model="fake:judge", prompt_version="judge-prompt-v0/n5k3s0/x")
+    _record(dsn, value=0.5, identity=identity, prompt_version="judge-prompt-v3")
     out = json.loads(_run(cli, *args, "--json")[1])
     assert out["threshold"] is None
-    assert "prompt version" in out["threshold_note"]
+    assert "prompt_version: judge-prompt-v3" in out["threshold_note"]
+    _record(dsn, value=0.5, identity=identity, n_annotators=5)
+    assert "n_annotators" in json.loads(_run(cli, *args, "--json")[1])["threshold_note"]
 
 
 @pytest.mark.parametrize(
