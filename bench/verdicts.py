@@ -490,6 +490,14 @@ def build_system(
         return None
     items, _ = usable_items(models)
     views = tuple(view(scores[j.model], j.n, items, prices) for j in judges)
+    for v in views[1:]:
+        if not np.array_equal(v.label_yes, views[0].label_yes):
+            differ = [items[k] for k in np.flatnonzero(v.label_yes != views[0].label_yes)]
+            raise ValueError(
+                f"{v.judge.model} and {views[0].judge.model} disagree on the expert label of "
+                f"{len(differ)} item(s), e.g. {differ[0]!r}: their score files are from "
+                "different labelled sets"
+            )
     return System(judges=tuple(judges), views=views)
 
 

@@ -260,3 +260,13 @@ def test_missing_model_and_partial_last_line(bench: ModuleType, tmp_path: Path) 
     path.write_text('{"item_id": \n' + path.read_text())
     with pytest.raises(ValueError, match=":1: not valid JSON"):
         bench.build_report(tmp_path, n_splits=3, seed=0)
+
+
+def test_files_that_disagree_on_a_label_are_refused(bench: ModuleType, tmp_path: Path) -> None:
+    synthetic(tmp_path, n_items=60, models=(Q05, Q15))
+    path = next(tmp_path.glob("qwen2.5-coder-0.5b*.jsonl"))
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[30]["label"] = "NO" if lines[30]["label"] == "YES" else "YES"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(ValueError, match="disagree on the expert label of 1 item"):
+        bench.build_report(tmp_path, n_splits=2, seed=0)
