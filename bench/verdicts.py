@@ -716,11 +716,13 @@ def p3(
     "The best single judge" has two readings, and both are printed. The
     strongest: the single judge (alone under its own threshold at this α, or
     on the full set) with the highest agreement, as the paper's review
-    compared with its strongest judge. The cheapest: the one with the lowest
-    CPP; CPP rewards a cheap weak judge, so this one is often a judge no one
-    would deploy, and a cascade must then also match its (low) agreement.
-    Against either, the cascade is the cheapest (CPP) whose pooled selective
-    agreement is equal or better; P3 holds when the ratio is ≤ 1 − 30 %.
+    compared with its strongest judge. The cheapest that meets the target:
+    the lowest CPP among single judges whose agreement is at least 1 − α.
+    Not the lowest CPP outright: CPP divides cost by agreement only once, so
+    a cheap judge near chance has the lowest CPP of all and no one would
+    deploy it. Against either, the cascade is the cheapest (CPP) whose pooled
+    selective agreement is equal or better; P3 holds when the ratio is
+    ≤ 1 − 30 %.
     """
     single = _candidates(singles) + [
         Candidate(f"{f.name} (full set)", c, f.agreement.rate or 0.0, f.agreement.n, 1.0)
@@ -730,15 +732,20 @@ def p3(
     head = f"α={alpha:.2f}"
     if not single:
         return [(f"{head}: no single judge has a CPP; P3 not assessed", None)]
+    if not cascades:
+        return [(f"{head}: no cascade could run (scores missing); P3 not assessed", None)]
     routed = _candidates(cascades)
     if not routed:
-        return [(f"{head}: no cascade accepted anything (or none could run); P3 not met", None)]
+        return [(f"{head}: no cascade accepted any item; P3 not met", None)]
     strongest = max(single, key=lambda c: (c.agreement, -c.cpp))
-    cheapest = min(single, key=lambda c: c.cpp)
-    out = []
-    for label, judge in (("strongest single", strongest), ("cheapest single", cheapest)):
-        line, ratio = _against(judge, routed)
-        out.append((f"{head}, {label} {line}", ratio))
+    line, ratio = _against(strongest, routed)
+    out = [(f"{head}, strongest single {line}", ratio)]
+    on_target = [c for c in single if c.agreement >= 1.0 - alpha]
+    if not on_target:
+        out.append((f"{head}: no single judge reaches {_pct(1.0 - alpha)} agreement", None))
+    else:
+        line, ratio = _against(min(on_target, key=lambda c: c.cpp), routed)
+        out.append((f"{head}, cheapest single at ≥ 1−α {line}", ratio))
     return out
 
 
@@ -835,9 +842,10 @@ def build_report(
         "at equal or better selective agreement",
         "",
         "Against two readings of the best single judge (alone under its own threshold at the "
-        "same α, or on the full set): the strongest (highest agreement) and the cheapest "
-        "(lowest CPP); the cascade is the cheapest (CPP) whose pooled selective agreement is "
-        "equal or better. Ratio = cascade CPP / single judge CPP; P3 needs ≤ 0.70.",
+        "same α, or on the full set): the strongest (highest agreement) and the cheapest (lowest "
+        "CPP) among those whose agreement is at least 1 − α (the lowest CPP outright is a cheap "
+        "judge near chance); the cascade is the cheapest (CPP) whose pooled selective agreement "
+        "is equal or better. Ratio = cascade CPP / single judge CPP; P3 needs ≤ 0.70.",
         "",
         *(f"- {line}" for line in p3_lines),
     ]
@@ -853,7 +861,8 @@ def write(report: Report, out: Path) -> tuple[Path, Path]:
     with table.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
         writer.writeheader()
-        writer.writerows(report.rows)
+        # "–" reads well in a table; a CSV reader wants an empty cell.
+        writer.writerows({k: "" if v == "–" else v for k, v in row.items()} for row in report.rows)
     return md, table
 
 

@@ -270,3 +270,25 @@ def test_files_that_disagree_on_a_label_are_refused(bench: ModuleType, tmp_path:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     with pytest.raises(ValueError, match="disagree on the expert label of 1 item"):
         bench.build_report(tmp_path, n_splits=2, seed=0)
+
+
+def test_p3_compares_with_the_strongest_and_the_cheapest_on_target(bench: ModuleType) -> None:
+    def pooled(name: str, tiers: int, agreed: int, seconds: float) -> Any:
+        return bench.Pooled(name, tiers, 0.3, 100, evaluated=100, accepted=100, agreed=agreed,
+                            seconds=seconds)  # fmt: skip
+
+    strong = pooled("A", 1, 90, 900.0)  # CPP 10 s at 90 %
+    weak = bench.FullSet("B", bench.Agreement(n=100, agree=60), 60.0, 0.0)  # CPP 1 s at 60 %
+    mid = pooled("M", 1, 75, 300.0)  # CPP 4 s at 75 %: the cheapest at ≥ 1 − α = 70 %
+    cascades = [pooled("C", 2, 92, 552.0), pooled("D", 2, 80, 240.0)]  # CPP 6 at 92 %, 3 at 80 %
+    (first, r1), (second, r2) = bench.p3(0.3, cascades, [strong, mid], [weak])
+    assert "strongest single A" in first
+    assert "cascade at equal or better agreement: C" in first
+    assert r1 == pytest.approx(0.6)
+    assert first.endswith("P3 met")
+    assert "cheapest single at ≥ 1−α M" in second
+    assert r2 == pytest.approx(0.75)
+    assert second.endswith("P3 not met")
+    (only, ratio), _ = bench.p3(0.3, cascades[1:], [strong, mid], [weak])
+    assert ratio is None
+    assert "no cascade reaches that agreement" in only
