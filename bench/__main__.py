@@ -10,7 +10,7 @@ import importlib
 import sys
 import time
 
-MODULES = ("bench.llm", "bench.retrieval", "bench.cascade")
+MODULES = ("bench.llm", "bench.retrieval", "bench.scoring", "bench.verdicts", "bench.cascade")
 
 
 def main(argv: list[str]) -> int:

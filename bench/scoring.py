@@ -1,0 +1,128 @@
+"""Scoring: every local judge model on the example app's labelled set, once, into committed files.
+
+Each model judges every expert-labelled item of examples/nutrition/calibration.jsonl
+with the production judge (prompt v4, N annotators × K examples pinned exactly as
+a fresh store pins them, so the demo's judges have the same identity). One JSON
+line per item goes to bench/scores/nutrition/<model>.<prompt tag>.jsonl as soon
+as it is scored, so an interrupted run resumes where it stopped and a finished
+file is never recomputed. The lines are ``ScoreRecord``s (``reag calibrate
+--scores`` reads them) with what the statistics of bench.verdicts need besides:
+each annotator's distribution, the criterion's polarity, seconds, tokens, calls,
+the weights' sha256 and the full prompt version. Whether an item serves as an
+annotator's example is marked, so the statistics keep the example pool apart.
+
+Knobs: REAG_BENCH_MODELS (comma-separated, default the three instruct models),
+REAG_BENCH_N / REAG_BENCH_K (default 3 / 3), REAG_BENCH_LIMIT (first N items only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ROOT / "examples" / "nutrition" / "calibration.jsonl"
+SCORES = Path(__file__).resolve().parent / "scores" / "nutrition"
+MODELS = (
+    "local:smollm2-135m-instruct",
+    "local:qwen2.5-coder-0.5b-instruct",
+    "local:qwen2.5-coder-1.5b-instruct",
+)
+
+
+def scores_path(model: str, prompt_version: str) -> Path:
+    """One file per (model, prompt version): a new prompt or example set starts a new file."""
+    tag = prompt_version.replace("/", ".")
+    return SCORES / f"{model.removeprefix('local:')}.{tag}.jsonl"
+
+
+def read_lines(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.exists():
+        return {}
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {line["item_id"]: line for line in lines}
+
+
+async def score_model(model: str, tier: int, n: int, k: int, limit: int | None) -> Path:
+    from reag.calibration.store import CalibrationStore
+    from reag.judging.identity import JudgeIdentity
+    from reag.judging.judge import JudgeConfig, TierJudge
+    from reag.judging.pinning import pinned_annotator_sets
+    from reag.judging.prompt import Condition
+    from reag.labelled.files import read_labelled
+    from reag.llm import Caller, LLMSettings
+    from reag.llm.registry import make_client
+
+    items = read_labelled(LABELS)
+    app = items[0].app
+    with tempfile.TemporaryDirectory() as tmp:
+        # Pinned as a fresh store pins them: the demo's judges get the same sets.
+        store = CalibrationStore.open(f"sqlite:///{tmp}/pins.db")
+        store.add_items(items)
+        annotators = pinned_annotator_sets(store, app, n, k, 0)
+        items = store.items(app)
+    client = make_client(model, caller=Caller("bench"), settings=LLMSettings(local_url=None))
+    judge = TierJudge(client, JudgeConfig(tier=tier, n_annotators=n, k_examples=k), annotators)
+    identity = JudgeIdentity.of_judge(judge)
+    examples = {e.item_id for s in annotators.sets for e in s}
+    path = scores_path(model, judge.prompt_version)
+    done = read_lines(path)
+    todo = [i for i in items[:limit] if i.item_id not in done]
+    print(f"{model}: {len(done)} scored before, {len(todo)} to score -> {path.relative_to(ROOT)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns) as progress, path.open("a", encoding="utf-8") as out:
+        task = progress.add_task(model.removeprefix("local:"), total=len(todo), rate="")
+        spent = 0.0
+        for count, item in enumerate(todo, start=1):
+            started = time.perf_counter()
+            judgement = await judge.judge(item.request, exclude_item=item.item_id)
+            seconds = time.perf_counter() - started
+            spent += seconds
+            line = {
+                "item_id": item.item_id,
+                "tier": tier,
+                "verdict": judgement.verdict,
+                "confidence": judgement.confidence,
+                "label": item.label,
+                "persona_category": item.persona_category,
+                "cost_usd": judgement.cost_usd,
+                "model": model,
+                "weights_sha256": identity.weights_sha256,
+                "prompt_version": judge.prompt_version,
+                "polarity": Condition.of(item.request.criterion.text).polarity,
+                "annotator_yes": list(judgement.p_yes),
+                "example": item.item_id in examples,
+                "seconds": round(seconds, 3),
+                "prompt_tokens": judgement.usage.prompt_tokens,
+                "cached_tokens": judgement.usage.cached_tokens,
+                "n_calls": judgement.n_calls,
+            }
+            out.write(json.dumps(line) + "\n")
+            out.flush()
+            progress.update(task, advance=1, rate=f"{spent / count:.1f} s/item")
+    await client.aclose()
+    return path
+
+
+def run() -> None:
+    models = [m for m in os.environ.get("REAG_BENCH_MODELS", ",".join(MODELS)).split(",") if m]
+    n = int(os.environ.get("REAG_BENCH_N", "3"))
+    k = int(os.environ.get("REAG_BENCH_K", "3"))
+    limit = int(os.environ["REAG_BENCH_LIMIT"]) if os.environ.get("REAG_BENCH_LIMIT") else None
+    for model in models:
+        tier = MODELS.index(model) + 1 if model in MODELS else 1
+        asyncio.run(score_model(model, tier, n, k, limit))
