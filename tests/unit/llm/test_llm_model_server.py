@@ -103,4 +103,32 @@ async def test_healthz_names_the_model() -> None:
     assert await served(FakeProvider(model="fake:h")).health() == {
         "status": "ok",
         "model": "fake:h",
+        "loaded": "fake:h",
     }
+
+
+async def test_another_model_a_request_names_is_loaded_once_by_the_loader() -> None:
+    loads: list[str] = []
+
+    def load(model: str) -> FakeProvider:
+        loads.append(model)
+        return FakeProvider(model=model, label_script=label_script)
+
+    transport = httpx.ASGITransport(app=create_app(FakeProvider(model="fake:default"), load))
+    other = ModelServerProvider(
+        "http://model-server", "fake:other", timeout_s=5, transport=transport
+    )
+    for _ in range(2):
+        result = await other.label_probs("Answer YES or NO.", ["YES", "NO"])
+        assert result.model == "fake:other"
+    assert loads == ["fake:other"]
+    assert (await other.health())["loaded"] == "fake:default,fake:other"
+
+
+async def test_a_server_without_a_loader_serves_its_model_only() -> None:
+    transport = httpx.ASGITransport(app=create_app(FakeProvider(model="fake:default")))
+    other = ModelServerProvider(
+        "http://model-server", "fake:other", timeout_s=5, transport=transport
+    )
+    with pytest.raises(ConfigurationError, match="serves fake:default only"):
+        await other.label_probs("Answer YES or NO.", ["YES", "NO"])
