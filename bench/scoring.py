@@ -3,13 +3,17 @@
 Each model judges every expert-labelled item of examples/nutrition/calibration.jsonl
 with the production judge (prompt v4, N annotators × K examples pinned exactly as
 a fresh store pins them, so the demo's judges have the same identity). One JSON
-line per item goes to bench/scores/nutrition/<model>.<prompt tag>.jsonl as soon
-as it is scored, so an interrupted run resumes where it stopped and a finished
-file is never recomputed. The lines are ``ScoreRecord``s (``reag calibrate
---scores`` reads them) with what the statistics of bench.verdicts need besides:
-each annotator's distribution, the criterion's polarity, seconds, tokens, calls,
-the weights' sha256 and the full prompt version. Whether an item serves as an
-annotator's example is marked, so the statistics keep the example pool apart.
+line per item goes to examples/nutrition/scores/<model>.<prompt tag>.jsonl as
+soon as it is scored, so an interrupted run resumes where it stopped and a
+finished file is never recomputed. The folder is the app's `calibration_scores`:
+`reag demo` and `reag calibrate --labels --stored-scores` import a file only
+after judging a random sample of it again (reag.labelled.snapshot).
+
+The lines are ``ScoreRecord``s (``reag calibrate --scores`` reads them) with
+what bench.verdicts needs besides: each annotator's distribution, the
+criterion's polarity, seconds, tokens, calls, the weights' sha256 and the full
+prompt version. Items that serve as an annotator's example are marked, so the
+statistics keep the example pool apart.
 
 Knobs: REAG_BENCH_MODELS (comma-separated, default the three instruct models),
 REAG_BENCH_N / REAG_BENCH_K (default 3 / 3), REAG_BENCH_LIMIT (first N items only).
@@ -29,7 +33,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "examples" / "nutrition" / "calibration.jsonl"
-SCORES = Path(__file__).resolve().parent / "scores" / "nutrition"
+SCORES = ROOT / "examples" / "nutrition" / "scores"
 MODELS = (
     "local:smollm2-135m-instruct",
     "local:qwen2.5-coder-0.5b-instruct",
@@ -39,8 +43,9 @@ MODELS = (
 
 def scores_path(model: str, prompt_version: str) -> Path:
     """One file per (model, prompt version): a new prompt or example set starts a new file."""
-    tag = prompt_version.replace("/", ".")
-    return SCORES / f"{model.removeprefix('local:')}.{tag}.jsonl"
+    from reag.labelled.snapshot import snapshot_name
+
+    return SCORES / snapshot_name(model, prompt_version)
 
 
 def read_lines(path: Path) -> dict[str, dict[str, Any]]:

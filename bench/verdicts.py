@@ -1,6 +1,6 @@
 """What a verdict is worth: the local judges and their cascades, from stored scores, in seconds.
 
-Reads only the score files bench.scoring writes (bench/scores/nutrition/
+Reads only the score files bench.scoring writes (examples/nutrition/scores/
 <model>.<prompt tag>.jsonl, one line per expert-labelled item, with each of
 the N annotators' P(criterion met)), so anyone can rerun the statistics
 without a model. It prints:
@@ -58,7 +58,7 @@ from reag.llm.base import Usage
 from reag.llm.prices import PriceTable
 
 HERE = Path(__file__).resolve().parent
-SCORES = HERE / "scores" / "nutrition"
+SCORES = HERE.parent / "examples" / "nutrition" / "scores"  # the app's calibration_scores
 OUT = HERE / "out"
 ALPHAS = tuple(round(0.10 + 0.05 * i, 2) for i in range(7))
 DELTA = 0.1

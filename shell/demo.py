@@ -171,10 +171,15 @@ async def _calibrate(
             FitSpec(alpha=options.alpha, delta=options.delta),
             app=config.name,
             progress=progress,
+            stored_scores=(
+                config.resolve(config.calibration_scores) if config.calibration_scores else None
+            ),
         )
     finally:
         for client in clients:
             await client.aclose()
+    for report in calibration.snapshots:
+        echo(f"  {report.line()}")
     echo(f"  {calibration.stats.line()}")
     echo(f"  {calibration.model_note()}")
     for threshold in calibration.thresholds:

@@ -123,6 +123,15 @@ def calibrate(
         bool,
         typer.Option("--publish", help="With --labels: publish the thresholds to the judges."),
     ] = False,
+    stored_scores: Annotated[
+        Path | None,
+        typer.Option(
+            "--stored-scores",
+            help="With --labels: a folder of judge scores made beforehand on this set (an "
+            "app's calibration_scores); a tier's file is used only after a random sample "
+            "judged again matches it.",
+        ),
+    ] = None,
 ) -> None:
     """Fit each tier's confidence threshold λ̂ by fixed-sequence testing (paper 3.4.2)."""
     from reag.calibration import CalibrationError, Grid, calibrate_cascade, read_scores
@@ -143,10 +152,11 @@ def calibrate(
             tier_models=tier_models,
             publish=publish,
             as_json=as_json,
+            stored_scores=stored_scores,
         )
         return
-    if app_name or tier_models or publish:
-        raise _fail("--app, --tier-models and --publish go with --labels")
+    if app_name or tier_models or publish or stored_scores:
+        raise _fail("--app, --tier-models, --publish and --stored-scores go with --labels")
     try:
         records = _load(scores, labels, read_scores)
         calibration = calibrate_cascade(
@@ -179,6 +189,7 @@ def _calibrate_labels(
     tier_models: str | None,
     publish: bool,
     as_json: bool,
+    stored_scores: Path | None,
 ) -> None:
     from reag.calibration import CalibrationError, Grid
     from shell.kafka_io.labels import calibrate_from_labels
@@ -200,10 +211,14 @@ def _calibrate_labels(
             tier_models=tier_models,
             publish=publish,
             progress=progress,
+            stored_scores=stored_scores,
         )
     except CalibrationError as exc:
         raise _fail(str(exc)) from exc
     result = run.result
+    if not as_json:
+        for report in result.snapshots:
+            typer.echo(report.line(), err=True)
     if as_json:
         summary = result.calibration.summary()
         summary |= {
@@ -211,6 +226,11 @@ def _calibrate_labels(
             "models": list(result.models),
             "prompt_version": result.prompt_version,
             "published": run.published,
+            "stored_scores": [
+                {"tier": r.tier, "file": r.path.name, "used": r.trusted, "imported": r.imported}
+                | ({"reason": r.reason} if r.reason else {})
+                for r in result.snapshots
+            ],
         }
         typer.echo(json.dumps(summary, indent=2))
         return

@@ -49,6 +49,7 @@ def calibrate_from_labels(
     clients: Sequence[LLMClient] | None = None,
     store: CalibrationStore | None = None,
     progress: Progress | None = None,
+    stored_scores: Path | None = None,
 ) -> LabelsRun:
     """``tier_models`` ("m1,m2,m3") overrides REAG_TIER_MODELS for this run; Kafka and
     the store come from the usual REAG_* settings."""
@@ -76,6 +77,7 @@ def calibrate_from_labels(
             ),
             app=app,
             progress=progress,
+            stored_scores=stored_scores,
         )
         published = 0
         if publish:

@@ -136,6 +136,14 @@ class AppConfig(BaseModel):
     corpus: list[CorpusEntry] = Field(default_factory=list)
     seed_queries: str | None = Field(default=None, description="YAML file of seed queries.")
     calibration: str | None = Field(default=None, description="JSONL calibration set.")
+    calibration_scores: str | None = Field(
+        default=None,
+        description=(
+            "Folder of judge scores made beforehand on the calibration set, one file per "
+            "model and prompt version (`make bench` writes them). Calibration imports a "
+            "tier's file only after judging a random sample of it again."
+        ),
+    )
     sample_app: SampleAppConfig | None = None
     target: TargetConfig | None = None
     base_dir: Path = Field(default=Path("."), exclude=True)

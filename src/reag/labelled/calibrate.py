@@ -7,6 +7,7 @@ store (reviews add them); ``reag calibrate --labels`` and the demo run
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from reag.labelled.clients import build_judges
 from reag.labelled.files import read_labelled, select_app
 from reag.labelled.fitting import FitSpec, thresholds_from
 from reag.labelled.scoring import Progress, ScoringStats, score_for_calibration
+from reag.labelled.snapshot import SnapshotReport, import_snapshot
 from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
 
@@ -37,6 +39,7 @@ class LabelledCalibration:
     models: tuple[str, ...]
     prompt_version: str
     stats: ScoringStats
+    snapshots: tuple[SnapshotReport, ...] = ()
 
     def model_note(self) -> str:
         """Says plainly when the tiers are one model: then the cascade cannot add signal."""
@@ -89,12 +92,26 @@ async def ingest_and_calibrate(
     app: str | None = None,
     score_all: bool = False,
     progress: Progress | None = None,
+    stored_scores: Path | None = None,
 ) -> LabelledCalibration:
-    """``reag calibrate --labels``: add the file's items to the store, then ``calibrate_app``."""
+    """``reag calibrate --labels``: add the file's items to the store, then ``calibrate_app``.
+
+    ``stored_scores``: a folder of judge scores made beforehand on this set; each tier's
+    file is imported only after a random sample judged again matches it
+    (``reag.labelled.snapshot``), and what it holds is then not scored again.
+    """
     items = read_labelled(path)
     chosen = select_app(items, app)
     store.add_items([i for i in items if i.app == chosen])
     judges = build_judges(store, chosen, clients, settings)
-    return await calibrate_app(
+    reports: list[SnapshotReport] = []
+    if stored_scores is not None:
+        in_store = store.items(chosen)
+        for judge in judges:
+            report = await import_snapshot(store, chosen, judge, in_store, stored_scores)
+            if report is not None:
+                reports.append(report)
+    result = await calibrate_app(
         store, chosen, judges, spec, trigger="cli", score_all=score_all, progress=progress
     )
+    return dataclasses.replace(result, snapshots=tuple(reports))

@@ -1,0 +1,130 @@
+"""Stored judge scores are imported only when they prove to be this judge's own."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from reag.calibration.store import CalibrationStore
+from reag.judging.identity import JudgeIdentity
+from reag.judging.judge import TierJudge
+from reag.judging.settings import CascadeSettings
+from reag.labelled.calibrate import ingest_and_calibrate
+from reag.labelled.clients import build_judges
+from reag.labelled.files import read_labelled
+from reag.labelled.fitting import FitSpec
+from reag.labelled.snapshot import import_snapshot, snapshot_name
+from reag.llm.client import LLMClient
+from reag.llm.fake import FakeProvider
+
+from .labelled_data import marker_script, write_labelled
+
+SETTINGS = CascadeSettings(annotators=3, examples=2)
+SPEC = FitSpec(alpha=0.2, delta=0.1, min_accepted=10)
+
+
+def providers() -> list[FakeProvider]:
+    return [FakeProvider(model=f"fake:tier{t}", label_script=marker_script()) for t in (1, 2, 3)]
+
+
+async def make_snapshot(tmp_path: Path, labels: Path) -> tuple[Path, list[TierJudge]]:
+    """Score every item with each tier, as bench.scoring does, into a folder of files."""
+    store = CalibrationStore.open(f"sqlite:///{tmp_path / 'maker.db'}")
+    items = read_labelled(labels)
+    store.add_items(items)
+    judges = build_judges(store, "nutrition", [LLMClient(p) for p in providers()], SETTINGS)
+    folder = tmp_path / "scores"
+    folder.mkdir()
+    for judge in judges:
+        lines = []
+        for item in store.items("nutrition"):
+            j = await judge.judge(item.request, exclude_item=item.item_id)
+            lines.append(
+                {
+                    "item_id": item.item_id,
+                    "tier": judge.config.tier,
+                    "verdict": j.verdict,
+                    "confidence": j.confidence,
+                    "label": item.label,
+                    "model": judge.model,
+                    "weights_sha256": JudgeIdentity.of_judge(judge).weights_sha256,
+                    "prompt_version": judge.prompt_version,
+                    "annotator_yes": list(j.p_yes),
+                    "seconds": 1.0,
+                    "prompt_tokens": 100,
+                    "n_calls": j.n_calls,
+                }
+            )
+        path = folder / snapshot_name(judge.model, judge.prompt_version)
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return folder, judges
+
+
+async def test_a_snapshot_of_this_judge_is_imported_and_calibration_then_scores_nothing(
+    tmp_path: Path,
+) -> None:
+    labels = write_labelled(tmp_path / "labels.jsonl", 40)
+    folder, _ = await make_snapshot(tmp_path, labels)
+    store = CalibrationStore.open(f"sqlite:///{tmp_path / 'demo.db'}")
+    fakes = providers()
+    result = await ingest_and_calibrate(
+        labels, store, [LLMClient(p) for p in fakes], SETTINGS, SPEC, stored_scores=folder
+    )
+    assert [r.trusted for r in result.snapshots] == [True, True, True]
+    assert [r.verified for r in result.snapshots] == [3, 3, 3]
+    assert result.snapshots[0].imported == 40
+    assert result.stats.scored == 0  # every score came from the files
+    assert [len(p.calls) for p in fakes] == [3 * 3] * 3  # only the re-judged sample
+    fresh = await ingest_and_calibrate(
+        labels,
+        CalibrationStore.open(f"sqlite:///{tmp_path / 'fresh.db'}"),
+        [LLMClient(p) for p in providers()],
+        SETTINGS,
+        SPEC,
+    )
+    assert [t.threshold for t in result.thresholds] == [t.threshold for t in fresh.thresholds]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("confidence", 0.51, "judged again gives"),
+        ("prompt_version", "judge-prompt-v3/n3k2s0/x", "another prompt version"),
+        ("weights_sha256", "ab" * 32, "other weights"),
+        ("label", "MAYBE", "another expert label"),
+    ],
+)
+async def test_a_snapshot_that_is_not_this_judges_is_not_imported(
+    tmp_path: Path, field: str, value: object, reason: str
+) -> None:
+    labels = write_labelled(tmp_path / "labels.jsonl", 40)
+    folder, judges = await make_snapshot(tmp_path, labels)
+    path = folder / snapshot_name(judges[0].model, judges[0].prompt_version)
+    lines = [json.loads(text) for text in path.read_text().splitlines()]
+    lines[7][field] = value
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    store = CalibrationStore.open(f"sqlite:///{tmp_path / 'demo.db'}")
+    store.add_items(read_labelled(labels))
+    judge = build_judges(store, "nutrition", [LLMClient(providers()[0])], SETTINGS)[0]
+    # Every item re-judged, so a change to any one of them is caught.
+    report = await import_snapshot(
+        store, "nutrition", judge, store.items("nutrition"), folder, verify=40,
+        rng=random.Random(0),
+    )  # fmt: skip
+    assert report is not None
+    assert not report.trusted
+    assert reason in report.reason
+    assert store.scores("nutrition", 1, judge.model, judge.prompt_version) == {}
+
+
+async def test_no_file_for_this_judge_means_no_report(tmp_path: Path) -> None:
+    labels = write_labelled(tmp_path / "labels.jsonl", 12)
+    store = CalibrationStore.open(f"sqlite:///{tmp_path / 'demo.db'}")
+    store.add_items(read_labelled(labels))
+    judge = build_judges(store, "nutrition", [LLMClient(providers()[0])], SETTINGS)[0]
+    empty = tmp_path / "none"
+    empty.mkdir()
+    assert await import_snapshot(store, "nutrition", judge, store.items("nutrition"), empty) is None
