@@ -148,33 +148,27 @@ async def _calibrate(
     from reag.labelled.fitting import FitSpec
     from services.calibrator.publish import publish_thresholds
     from services.kit.settings import KafkaSettings
+    from shell.progress import tier_bars
 
     if not config.calibration:
         raise supervisor.StackError(f"app {config.name!r} has no calibration set in its manifest")
     settings = CascadeSettings()
     store = CalibrationStore.open(settings.resolved_store_dsn())
     clients = make_tier_clients(settings, "demo")
-    last = [0.0]
-
-    def progress(tier: int, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done == total or now - last[0] > 15:
-            last[0] = now
-            echo(f"    tier {tier}: scored {done}/{total} labelled items")
-
     try:
-        calibration = await ingest_and_calibrate(
-            config.resolve(config.calibration),
-            store,
-            clients,
-            settings,
-            FitSpec(alpha=options.alpha, delta=options.delta),
-            app=config.name,
-            progress=progress,
-            stored_scores=(
-                config.resolve(config.calibration_scores) if config.calibration_scores else None
-            ),
-        )
+        with tier_bars(label="scoring the labelled set,") as progress:
+            calibration = await ingest_and_calibrate(
+                config.resolve(config.calibration),
+                store,
+                clients,
+                settings,
+                FitSpec(alpha=options.alpha, delta=options.delta),
+                app=config.name,
+                progress=progress,
+                stored_scores=(
+                    config.resolve(config.calibration_scores) if config.calibration_scores else None
+                ),
+            )
     finally:
         for client in clients:
             await client.aclose()

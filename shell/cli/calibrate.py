@@ -193,26 +193,24 @@ def _calibrate_labels(
 ) -> None:
     from reag.calibration import CalibrationError, Grid
     from shell.kafka_io.labels import calibrate_from_labels
-
-    def progress(tier: int, done: int, total: int) -> None:
-        if not as_json and (done == total or done % 25 == 0):
-            typer.echo(f"  tier {tier}: scored {done}/{total}", err=True)
+    from shell.progress import tier_bars
 
     try:
-        run = calibrate_from_labels(
-            labels,
-            alpha=alpha,
-            delta=delta,
-            mode=mode,
-            tau=tau,
-            grid=Grid.parse(grid),
-            min_accepted=min_accepted,
-            app=app,
-            tier_models=tier_models,
-            publish=publish,
-            progress=progress,
-            stored_scores=stored_scores,
-        )
+        with tier_bars(enabled=not as_json) as progress:
+            run = calibrate_from_labels(
+                labels,
+                alpha=alpha,
+                delta=delta,
+                mode=mode,
+                tau=tau,
+                grid=Grid.parse(grid),
+                min_accepted=min_accepted,
+                app=app,
+                tier_models=tier_models,
+                publish=publish,
+                progress=progress,
+                stored_scores=stored_scores,
+            )
     except CalibrationError as exc:
         raise _fail(str(exc)) from exc
     result = run.result
