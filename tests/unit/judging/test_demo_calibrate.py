@@ -26,7 +26,7 @@ from reag.llm.fake import FakeProvider
 from reag.v1 import events_pb2 as pb
 from shell import demo
 
-from ..judging.labelled_data import marker_script, write_labelled
+from .labelled_data import marker_script, write_labelled
 
 
 def providers() -> list[FakeProvider]:
@@ -37,7 +37,6 @@ async def write_scores(folder: Path, labels: Path, settings: CascadeSettings) ->
     store = CalibrationStore.open(f"sqlite:///{folder.parent / 'maker.db'}")
     store.add_items(read_labelled(labels))
     judges = build_judges(store, "nutrition", [LLMClient(p) for p in providers()], settings)
-    folder.mkdir()
     for judge in judges:
         lines = []
         for item in store.items("nutrition"):
@@ -72,6 +71,7 @@ async def test_the_demo_calibrates_from_checked_stored_scores_and_publishes_what
     monkeypatch.setenv("REAG_STORE_DSN", f"sqlite:///{tmp_path / 'demo.db'}")
     monkeypatch.setenv("REAG_ANNOTATORS", "3")
     monkeypatch.setenv("REAG_EXAMPLES", "2")
+    (tmp_path / "scores").mkdir()
     await write_scores(tmp_path / "scores", labels, CascadeSettings())
     fakes = providers()
     monkeypatch.setattr(
