@@ -27,7 +27,6 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -48,20 +47,12 @@ def scores_path(model: str, prompt_version: str) -> Path:
     return SCORES / snapshot_name(model, prompt_version)
 
 
-def read_lines(path: Path) -> dict[str, dict[str, Any]]:
-    if not path.exists():
-        return {}
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return {line["item_id"]: line for line in lines}
-
-
 async def score_model(model: str, tier: int, n: int, k: int, limit: int | None) -> Path:
     from reag.calibration.store import CalibrationStore
-    from reag.judging.identity import JudgeIdentity
     from reag.judging.judge import JudgeConfig, TierJudge
     from reag.judging.pinning import pinned_annotator_sets
-    from reag.judging.prompt import Condition
     from reag.labelled.files import read_labelled
+    from reag.labelled.snapshot import read_snapshot, snapshot_line
     from reag.llm import Caller, LLMSettings
     from reag.llm.registry import make_client
 
@@ -75,10 +66,9 @@ async def score_model(model: str, tier: int, n: int, k: int, limit: int | None) 
         items = store.items(app)
     client = make_client(model, caller=Caller("bench"), settings=LLMSettings(local_url=None))
     judge = TierJudge(client, JudgeConfig(tier=tier, n_annotators=n, k_examples=k), annotators)
-    identity = JudgeIdentity.of_judge(judge)
     examples = {e.item_id for s in annotators.sets for e in s}
     path = scores_path(model, judge.prompt_version)
-    done = read_lines(path)
+    done = read_snapshot(path)
     todo = [i for i in items[:limit] if i.item_id not in done]
     print(f"{model}: {len(done)} scored before, {len(todo)} to score -> {path.relative_to(ROOT)}")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -97,25 +87,9 @@ async def score_model(model: str, tier: int, n: int, k: int, limit: int | None) 
             judgement = await judge.judge(item.request, exclude_item=item.item_id)
             seconds = time.perf_counter() - started
             spent += seconds
-            line = {
-                "item_id": item.item_id,
-                "tier": tier,
-                "verdict": judgement.verdict,
-                "confidence": judgement.confidence,
-                "label": item.label,
-                "persona_category": item.persona_category,
-                "cost_usd": judgement.cost_usd,
-                "model": model,
-                "weights_sha256": identity.weights_sha256,
-                "prompt_version": judge.prompt_version,
-                "polarity": Condition.of(item.request.criterion.text).polarity,
-                "annotator_yes": list(judgement.p_yes),
-                "example": item.item_id in examples,
-                "seconds": round(seconds, 3),
-                "prompt_tokens": judgement.usage.prompt_tokens,
-                "cached_tokens": judgement.usage.cached_tokens,
-                "n_calls": judgement.n_calls,
-            }
+            line = snapshot_line(
+                judge, item, judgement, seconds=seconds, example=item.item_id in examples
+            )
             out.write(json.dumps(line) + "\n")
             out.flush()
             progress.update(task, advance=1, rate=f"{spent / count:.1f} s/item")

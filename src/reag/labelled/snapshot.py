@@ -25,7 +25,8 @@ from typing import Any
 
 from reag.calibration.store import CalibrationItem, CalibrationStore, StoredScore
 from reag.judging.identity import JudgeIdentity
-from reag.judging.judge import TierJudge
+from reag.judging.judge import Judgement, TierJudge
+from reag.judging.prompt import Condition
 
 DEFAULT_VERIFY = 3
 TOLERANCE = 1e-6  # llama.cpp's logits repeat to the bit; this only absorbs JSON rounding
@@ -54,13 +55,47 @@ class SnapshotReport:
         return f"tier {self.tier}: stored scores not used ({self.reason}); scoring instead"
 
 
-def _read(path: Path) -> dict[str, dict[str, Any]]:
+def read_snapshot(path: Path) -> dict[str, dict[str, Any]]:
+    """A scores file's lines by item id; a missing file reads as empty."""
     lines: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return lines
     for text in path.read_text(encoding="utf-8").splitlines():
         if text.strip():
             line = json.loads(text)
             lines[str(line["item_id"])] = line
     return lines
+
+
+def snapshot_line(
+    judge: TierJudge,
+    item: CalibrationItem,
+    judgement: Judgement,
+    *,
+    seconds: float,
+    example: bool,
+) -> dict[str, Any]:
+    """One item's line of a scores file: what ``import_snapshot`` checks and imports (a
+    ``ScoreRecord`` for ``reag calibrate --scores``), and what bench.verdicts needs besides."""
+    return {
+        "item_id": item.item_id,
+        "tier": judge.config.tier,
+        "verdict": judgement.verdict,
+        "confidence": judgement.confidence,
+        "label": item.label,
+        "persona_category": item.persona_category,
+        "cost_usd": judgement.cost_usd,
+        "model": judge.model,
+        "weights_sha256": JudgeIdentity.of_judge(judge).weights_sha256,
+        "prompt_version": judge.prompt_version,
+        "polarity": Condition.of(item.request.criterion.text).polarity,
+        "annotator_yes": list(judgement.p_yes),
+        "example": example,
+        "seconds": round(seconds, 3),
+        "prompt_tokens": judgement.usage.prompt_tokens,
+        "cached_tokens": judgement.usage.cached_tokens,
+        "n_calls": judgement.n_calls,
+    }
 
 
 def _stored(line: dict[str, Any], app: str, judge: TierJudge) -> StoredScore:
@@ -139,7 +174,7 @@ async def import_snapshot(
     tier = judge.config.tier
     by_id = {item.item_id: item for item in items}
     try:
-        lines = _read(path)
+        lines = read_snapshot(path)
     except (OSError, ValueError, KeyError) as exc:
         return SnapshotReport(tier, path, 0, 0, False, f"unreadable: {exc}")
     usable = [by_id[i] for i in lines if i in by_id]

@@ -16,11 +16,10 @@ import pytest
 
 from reag.apps import load_app
 from reag.calibration.store import CalibrationStore
-from reag.judging.identity import JudgeIdentity
 from reag.judging.settings import CascadeSettings
 from reag.labelled.clients import build_judges
 from reag.labelled.files import read_labelled
-from reag.labelled.snapshot import snapshot_name
+from reag.labelled.snapshot import snapshot_line, snapshot_name
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
 from reag.v1 import events_pb2 as pb
@@ -38,22 +37,18 @@ async def write_scores(folder: Path, labels: Path, settings: CascadeSettings) ->
     store.add_items(read_labelled(labels))
     judges = build_judges(store, "nutrition", [LLMClient(p) for p in providers()], settings)
     for judge in judges:
-        lines = []
-        for item in store.items("nutrition"):
-            j = await judge.judge(item.request, exclude_item=item.item_id)
-            lines.append(
-                json.dumps(
-                    {
-                        "item_id": item.item_id,
-                        "verdict": j.verdict,
-                        "confidence": j.confidence,
-                        "label": item.label,
-                        "weights_sha256": JudgeIdentity.of_judge(judge).weights_sha256,
-                        "prompt_version": judge.prompt_version,
-                        "annotator_yes": list(j.p_yes),
-                    }
+        lines = [
+            json.dumps(
+                snapshot_line(
+                    judge,
+                    item,
+                    await judge.judge(item.request, exclude_item=item.item_id),
+                    seconds=1.0,
+                    example=False,
                 )
             )
+            for item in store.items("nutrition")
+        ]
         (folder / snapshot_name(judge.model, judge.prompt_version)).write_text(
             "\n".join(lines) + "\n"
         )

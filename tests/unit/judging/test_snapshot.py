@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 
 from reag.calibration.store import CalibrationStore
-from reag.judging.identity import JudgeIdentity
 from reag.judging.judge import TierJudge
 from reag.judging.settings import CascadeSettings
 from reag.labelled.calibrate import ingest_and_calibrate
 from reag.labelled.clients import build_judges
 from reag.labelled.files import read_labelled
 from reag.labelled.fitting import FitSpec
-from reag.labelled.snapshot import import_snapshot, snapshot_name
+from reag.labelled.snapshot import import_snapshot, snapshot_line, snapshot_name
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
 
@@ -39,25 +38,16 @@ async def make_snapshot(tmp_path: Path, labels: Path) -> tuple[Path, list[TierJu
     folder = tmp_path / "scores"
     folder.mkdir()
     for judge in judges:
-        lines = []
-        for item in store.items("nutrition"):
-            j = await judge.judge(item.request, exclude_item=item.item_id)
-            lines.append(
-                {
-                    "item_id": item.item_id,
-                    "tier": judge.config.tier,
-                    "verdict": j.verdict,
-                    "confidence": j.confidence,
-                    "label": item.label,
-                    "model": judge.model,
-                    "weights_sha256": JudgeIdentity.of_judge(judge).weights_sha256,
-                    "prompt_version": judge.prompt_version,
-                    "annotator_yes": list(j.p_yes),
-                    "seconds": 1.0,
-                    "prompt_tokens": 100,
-                    "n_calls": j.n_calls,
-                }
+        lines = [
+            snapshot_line(
+                judge,
+                item,
+                await judge.judge(item.request, exclude_item=item.item_id),
+                seconds=1.0,
+                example=False,
             )
+            for item in store.items("nutrition")
+        ]
         path = folder / snapshot_name(judge.model, judge.prompt_version)
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return folder, judges
