@@ -10,7 +10,14 @@ import importlib
 import sys
 import time
 
-MODULES = ("bench.llm", "bench.retrieval", "bench.scoring", "bench.verdicts", "bench.cascade")
+MODULES = (
+    "bench.llm",
+    "bench.retrieval",
+    "bench.scoring",
+    "bench.verdicts",
+    "bench.generation",
+    "bench.cascade",
+)
 
 
 def main(argv: list[str]) -> int:

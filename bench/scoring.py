@@ -15,8 +15,15 @@ criterion's polarity, seconds, tokens, calls, the weights' sha256 and the full
 prompt version. Items that serve as an annotator's example are marked, so the
 statistics keep the example pool apart.
 
+A judge of fewer annotators needs no scoring of its own: annotator j's prompt
+does not depend on N, so its file is cut from the N = 3 one
+(``reag.labelled.snapshot.first_annotators``), for each N in REAG_BENCH_DERIVE
+(default 1, the embedded cascade's tiers of one annotator). The demo checks
+such a file exactly as any other: a random sample judged again must match it.
+
 Knobs: REAG_BENCH_MODELS (comma-separated, default the three instruct models),
-REAG_BENCH_N / REAG_BENCH_K (default 3 / 3), REAG_BENCH_LIMIT (first N items only).
+REAG_BENCH_N / REAG_BENCH_K (default 3 / 3), REAG_BENCH_LIMIT (first N items only),
+REAG_BENCH_DERIVE (comma-separated smaller N, default 1; empty: none).
 """
 
 from __future__ import annotations
@@ -26,9 +33,15 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+if TYPE_CHECKING:
+    from reag.calibration.store import CalibrationItem
+    from reag.judging.exemplars import AnnotatorSets
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "examples" / "nutrition" / "calibration.jsonl"
@@ -47,23 +60,28 @@ def scores_path(model: str, prompt_version: str) -> Path:
     return SCORES / snapshot_name(model, prompt_version)
 
 
-async def score_model(model: str, tier: int, n: int, k: int, limit: int | None) -> Path:
+def pinned_sets(ns: Sequence[int], k: int) -> tuple[list[CalibrationItem], list[AnnotatorSets]]:
+    """The labelled items and, per N, the sets a fresh store pins: the demo's judges get these."""
     from reag.calibration.store import CalibrationStore
-    from reag.judging.judge import JudgeConfig, TierJudge
     from reag.judging.pinning import pinned_annotator_sets
     from reag.labelled.files import read_labelled
-    from reag.labelled.snapshot import read_snapshot, snapshot_line
-    from reag.llm import Caller, LLMSettings
-    from reag.llm.registry import make_client
 
     items = read_labelled(LABELS)
     app = items[0].app
     with tempfile.TemporaryDirectory() as tmp:
-        # Pinned as a fresh store pins them: the demo's judges get the same sets.
         store = CalibrationStore.open(f"sqlite:///{tmp}/pins.db")
         store.add_items(items)
-        annotators = pinned_annotator_sets(store, app, n, k, 0)
-        items = store.items(app)
+        sets = [pinned_annotator_sets(store, app, n, k, 0) for n in ns]
+        return store.items(app), sets
+
+
+async def score_model(model: str, tier: int, n: int, k: int, limit: int | None) -> Path:
+    from reag.judging.judge import JudgeConfig, TierJudge
+    from reag.labelled.snapshot import read_snapshot, snapshot_line
+    from reag.llm import Caller, LLMSettings
+    from reag.llm.registry import make_client
+
+    items, (annotators,) = pinned_sets([n], k)
     client = make_client(model, caller=Caller("bench"), settings=LLMSettings(local_url=None))
     judge = TierJudge(client, JudgeConfig(tier=tier, n_annotators=n, k_examples=k), annotators)
     examples = {e.item_id for s in annotators.sets for e in s}
@@ -97,11 +115,41 @@ async def score_model(model: str, tier: int, n: int, k: int, limit: int | None) 
     return path
 
 
+def derive_smaller(model: str, source: Path, n: int, stored_n: int, k: int) -> Path | None:
+    """The file of ``model`` at ``n`` annotators, cut from its file at ``stored_n``."""
+    from reag.judging.judge import JudgeConfig, TierJudge
+    from reag.labelled.snapshot import first_annotators, read_snapshot
+    from reag.llm import Caller, LLMSettings
+    from reag.llm.registry import make_client
+
+    lines = read_snapshot(source)
+    if not lines:
+        return None
+    _, (small, large) = pinned_sets([n, stored_n], k)
+    if small.sets != large.sets[:n]:
+        raise SystemExit(f"{model}: the sets of N={n} are not the first of N={stored_n}")
+    # No call is made: the client only names the model for the identity, so it points at
+    # a model server that is never asked instead of loading the weights here.
+    unused = LLMSettings(local_url="http://127.0.0.1:9")
+    client = make_client(model, caller=Caller("bench"), settings=unused)
+    judge = TierJudge(client, JudgeConfig(tier=1, n_annotators=n, k_examples=k), small)
+    path = scores_path(model, judge.prompt_version)
+    text = "".join(
+        json.dumps(first_annotators(line, judge, source.name)) + "\n" for line in lines.values()
+    )
+    path.write_text(text, encoding="utf-8")
+    print(f"{model}: N={n} cut from N={stored_n} on {len(lines)} items -> {path.relative_to(ROOT)}")
+    return path
+
+
 def run() -> None:
     models = [m for m in os.environ.get("REAG_BENCH_MODELS", ",".join(MODELS)).split(",") if m]
     n = int(os.environ.get("REAG_BENCH_N", "3"))
     k = int(os.environ.get("REAG_BENCH_K", "3"))
     limit = int(os.environ["REAG_BENCH_LIMIT"]) if os.environ.get("REAG_BENCH_LIMIT") else None
+    derive = [int(d) for d in os.environ.get("REAG_BENCH_DERIVE", "1").split(",") if d.strip()]
     for model in models:
         tier = MODELS.index(model) + 1 if model in MODELS else 1
-        asyncio.run(score_model(model, tier, n, k, limit))
+        path = asyncio.run(score_model(model, tier, n, k, limit))
+        for smaller in (d for d in derive if d < n):
+            derive_smaller(model, path, smaller, n, k)

@@ -70,15 +70,6 @@ SMOL = "local:smollm2-135m-instruct"
 Q05 = "local:qwen2.5-coder-0.5b-instruct"
 Q15 = "local:qwen2.5-coder-1.5b-instruct"
 SHORT = {SMOL: "SmolLM2-135M", Q05: "Qwen-0.5B", Q15: "Qwen-1.5B"}
-# The paper's three tiers (relative cost 1 / 3.0 / 4.6 per call), cheapest first,
-# given to the local models in their order of size and cost. A price belongs to a
-# model, not to a position: pricing Qwen-1.5B as Flash-Lite when it opens a
-# cascade and as Flash when it closes one would price one computation two ways.
-PAPER_PRICE = {
-    SMOL: "gemini:gemini-2.5-flash-lite",
-    Q05: "openai:gpt-4.1-mini",
-    Q15: "gemini:gemini-2.5-flash",
-}
 OUTPUT_TOKENS_PER_CALL = 1
 """A hosted judge would generate the label: one output token per annotator call."""
 
@@ -208,7 +199,8 @@ def find_files(folder: Path, model: str) -> list[Path]:
 
 
 def load_all(folder: Path, models: Sequence[str], notes: list[str]) -> dict[str, ModelScores]:
-    """Every model that has a score file; a model with several files uses its largest."""
+    """Every model that has a score file; a model with several uses the one of most annotators
+    (a smaller N's file is cut from it, bench.scoring), then of most items."""
     found: dict[str, ModelScores] = {}
     for model in models:
         paths = find_files(folder, model)
@@ -218,10 +210,10 @@ def load_all(folder: Path, models: Sequence[str], notes: list[str]) -> dict[str,
         loaded = [s for s in (load_model(p, notes) for p in paths) if s is not None]
         if not loaded:
             continue
-        best = max(loaded, key=lambda s: len(s.item_ids))
+        best = max(loaded, key=lambda s: (s.n_stored, len(s.item_ids)))
         if len(loaded) > 1:
             others = ", ".join(s.path.name for s in loaded if s is not best)
-            notes.append(f"{model}: using {best.path.name}, the largest file; not {others}")
+            notes.append(f"{model}: using {best.path.name}, of most annotators; not {others}")
         found[model] = best
     return found
 
@@ -270,7 +262,7 @@ def view(scores: ModelScores, n: int, item_ids: Sequence[str], prices: PriceTabl
     rows = scores.rows(item_ids)
     p_met, confidence, verdict = derive(scores.annotator_yes[rows], n)
     share = n / scores.n_stored
-    price = prices.lookup(PAPER_PRICE.get(scores.model, scores.model))
+    price = prices.lookup(prices.equivalent(scores.model))
     usd_full = np.array(
         [
             price.cost(
@@ -793,7 +785,7 @@ def build_report(
         "Cost is honest: an item pays every tier that ran on it (an escalation from N1 to N3 of "
         "one model pays both, as production does). USD-equivalents price each model at one of "
         "the paper's tiers (relative cost 1 / 3.0 / 4.6 per call), by size: "
-        + ", ".join(f"{SHORT[m]} = {p}" for m, p in PAPER_PRICE.items())
+        + ", ".join(f"{SHORT[m]} = {prices.equivalent(m)}" for m in SHORT)
         + f" (reag/llm/prices.yaml, as of {prices.as_of}), on the prompt tokens the local run "
         "evaluated (input rate) and served from its KV cache (cached-input rate), plus one "
         "output token per annotator call.",

@@ -241,31 +241,59 @@ def _print_case(index: int, watch: CaseWatch, echo: Echo) -> None:
         )
 
 
-Spend = dict[str, tuple[float, float, float]]
-"""Per service: LLM calls, tokens evaluated (prompt − cached + completion), USD."""
+@dataclass
+class SpendRow:
+    """What one (service, tier, model) spent on LLM calls, every call counted."""
+
+    calls: float = 0.0
+    prompt: float = 0.0
+    cached: float = 0.0
+    completion: float = 0.0
+    usd: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def tokens(self) -> float:
+        """Tokens evaluated: prompt tokens not served from the KV cache, plus completions."""
+        return self.prompt - self.cached + self.completion
+
+    def add(self, other: SpendRow) -> None:
+        for name in ("calls", "prompt", "cached", "completion", "usd", "seconds"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+Spend = dict[tuple[str, str, str], SpendRow]
+"""Keyed by (service, tier, model)."""
 
 
 def _spend_from(samples: Iterable[Any], default_service: str) -> Spend:
-    rows: dict[str, dict[str, float]] = {}
+    rows: Spend = {}
     for sample in samples:
         if not sample.name.startswith("reag_llm_"):
             continue
-        row = rows.setdefault(sample.labels.get("service", default_service), {})
-        if sample.name == "reag_llm_calls_total":
-            row["calls"] = row.get("calls", 0.0) + sample.value
-        elif sample.name == "reag_llm_tokens_total":
-            kind = sample.labels.get("type", "")
-            row[kind] = row.get(kind, 0.0) + sample.value
-        elif sample.name == "reag_llm_cost_usd_total":
-            row["usd"] = row.get("usd", 0.0) + sample.value
-    return {
-        service: (
-            row.get("calls", 0.0),
-            row.get("prompt", 0.0) - row.get("cached", 0.0) + row.get("completion", 0.0),
-            row.get("usd", 0.0),
+        labels = sample.labels
+        key = (
+            labels.get("service", default_service),
+            labels.get("tier", ""),
+            labels.get("model", ""),
         )
-        for service, row in rows.items()
-    }
+        row = rows.setdefault(key, SpendRow())
+        if sample.name == "reag_llm_calls_total":
+            row.calls += sample.value
+        elif sample.name == "reag_llm_tokens_total":
+            kind = labels.get("type", "")
+            if kind in ("prompt", "cached", "completion"):
+                setattr(row, kind, getattr(row, kind) + sample.value)
+        elif sample.name == "reag_llm_cost_usd_total":
+            row.usd += sample.value
+        elif sample.name == "reag_llm_call_seconds_sum":
+            row.seconds += sample.value
+    return rows
+
+
+def _merge(into: Spend, more: Spend) -> None:
+    for key, row in more.items():
+        into.setdefault(key, SpendRow()).add(row)
 
 
 def _scrape_llm_spend(state: supervisor.StackState) -> Spend:
@@ -284,16 +312,45 @@ def _scrape_llm_spend(state: supervisor.StackState) -> Spend:
         except OSError:
             continue
         samples = (s for f in text_string_to_metric_families(text) for s in f.samples)
-        for service, (calls, tokens, usd) in _spend_from(samples, record.name).items():
-            old = spend.get(service, (0.0, 0.0, 0.0))
-            spend[service] = (old[0] + calls, old[1] + tokens, old[2] + usd)
+        _merge(spend, _spend_from(samples, record.name))
     return spend
+
+
+def _spend_lines(spend: Spend) -> list[str]:
+    """One line per service and tier: calls, tokens, measured seconds, USD charged, and what
+    the tokens would cost at the hosted model of the paper's tier of the model's size."""
+    from reag.llm.base import Usage
+    from reag.llm.prices import PriceTable
+
+    prices = PriceTable.load()
+    lines = [
+        f"    {'service (tier) model':<58} {'calls':>6} {'tokens':>9} {'seconds':>8} "
+        f"{'USD':>9} {'USD-eq':>9}"
+    ]
+    total, total_eq = SpendRow(), 0.0
+    for (service, tier, model), row in sorted(spend.items()):
+        if not row.calls:
+            continue
+        usage = Usage(int(row.prompt), int(row.completion), int(row.cached))
+        equivalent = prices.equivalent_cost(model, usage) if model else 0.0
+        name = f"{service}{f' ({tier})' if tier else ''} {model.removeprefix('local:')}"
+        lines.append(
+            f"    {name:<58} {int(row.calls):>6} {int(row.tokens):>9} {row.seconds:>8.0f} "
+            f"{row.usd:>9.6f} {equivalent:>9.6f}"
+        )
+        total.add(row)
+        total_eq += equivalent
+    lines.append(
+        f"    {'total':<58} {int(total.calls):>6} {int(total.tokens):>9} {total.seconds:>8.0f} "
+        f"{total.usd:>9.6f} {total_eq:>9.6f}"
+    )
+    return lines
 
 
 def _summary(
     watches: dict[str, CaseWatch],
     state: supervisor.StackState,
-    demo_spend: tuple[float, float, float],
+    demo_spend: Spend,
     echo: Echo,
 ) -> None:
     from reag.ledger.summary import summarize
@@ -318,28 +375,23 @@ def _summary(
             f"escalated {tier.escalated / seen:.0%}, abstained {tier.abstained / seen:.0%}, "
             f"USD {tier.cost_usd:.6f}"
         )
-    echo("  LLM calls made by reag (every call counted; tokens evaluated, KV-cache hits excluded;")
-    echo("  the sample app is the app under test, so its own calls are not reag's cost):")
+    echo("  LLM calls made by reag, every call counted (tokens evaluated, KV-cache hits excluded).")
+    echo("  Local models cost compute: seconds are measured; USD-eq prices the same tokens at the")
+    echo("  hosted model of the paper's tier of the model's size (never charged). The sample app")
+    echo("  is the app under test, so its own calls are not reag's cost:")
     spend = _scrape_llm_spend(state)
-    spend["demo (calibration, simulated users)"] = demo_spend
-    total = [0.0, 0.0, 0.0]
-    for service, (n, t, cost) in sorted(spend.items()):
-        echo(f"    {service:<38} {int(n):>6} calls {int(t):>9} tokens  USD {cost:.6f}")
-        total = [total[0] + n, total[1] + t, total[2] + cost]
-    echo(
-        f"    {'total':<38} {int(total[0]):>6} calls {int(total[1]):>9} tokens  USD {total[2]:.6f}"
-    )
+    spend = {k: v for k, v in spend.items() if k[0] != "sample-app"}
+    _merge(spend, {(f"demo: {k[0]}", *k[1:]): v for k, v in demo_spend.items()})
+    for line in _spend_lines(spend):
+        echo(line)
 
 
-def _demo_spend() -> tuple[float, float, float]:
+def _demo_spend() -> Spend:
     """What this process itself spent: calibration scoring and the simulated users."""
     from prometheus_client import REGISTRY
 
     samples = (s for family in REGISTRY.collect() for s in family.samples)
-    totals = [0.0, 0.0, 0.0]
-    for calls, tokens, usd in _spend_from(samples, "demo").values():
-        totals = [totals[0] + calls, totals[1] + tokens, totals[2] + usd]
-    return totals[0], totals[1], totals[2]
+    return _spend_from(samples, "demo")
 
 
 async def _run_cases(

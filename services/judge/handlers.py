@@ -33,7 +33,6 @@ from services.kit.consume import Emit, consume
 from services.kit.topology import (
     ABSTAINS,
     JUDGE_TIER,
-    N_TIERS,
     SERVICES,
     THRESHOLDS,
     VERDICTS,
@@ -70,13 +69,14 @@ class JudgeDeps:
         return judge
 
     async def _annotators(self, app: str, settings: JudgeSettings) -> AnnotatorSets:
+        n = settings.annotators_for(settings.tier)
         if self.store is None:
-            return draw_annotator_sets([], settings.annotators, settings.examples, settings.seed)
+            return draw_annotator_sets([], n, settings.examples, settings.seed)
         return await asyncio.to_thread(
             pinned_annotator_sets,
             self.store,
             app,
-            settings.annotators,
+            n,
             settings.examples,
             settings.seed,
         )
@@ -164,7 +164,8 @@ def announce(settings: JudgeSettings, deps: JudgeDeps, known_apps: list[str]) ->
 def build_router(settings: JudgeSettings, deps: JudgeDeps) -> KafkaRouter:
     tier, suffix = settings.tier, settings.topic_suffix
     spec = suffixed(SERVICES[settings.service], suffix)
-    onward = (JUDGE_TIER[tier + 1] if tier < N_TIERS else ABSTAINS) + suffix
+    depth = settings.n_tiers
+    onward = (JUDGE_TIER[tier + 1] if tier < depth else ABSTAINS) + suffix
     router = KafkaRouter()
 
     @consume(
@@ -183,7 +184,7 @@ def build_router(settings: JudgeSettings, deps: JudgeDeps) -> KafkaRouter:
         if deps.first_sight(app):
             observe_threshold(app, tier, threshold)
         judgement = await judge.judge(request)
-        step = next_step(request, judgement, threshold, tier=tier, n_tiers=N_TIERS)
+        step = next_step(request, judgement, threshold, tier=tier, n_tiers=depth)
         observe_step(app, tier, judgement, step)
         log.info(
             "%s: %s %s (confidence %.3f, %s)",

@@ -8,7 +8,7 @@ prompts they were calibrated on.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from reag.judging.settings import N_TIERS, CascadeSettings
 from services.kit.settings import ServiceSettings
@@ -28,6 +28,15 @@ class JudgeSettings(ServiceSettings, CascadeSettings):
             "entry, else the LLM layer's default (local:gemma-3-270m, no judging skill)."
         ),
     )
+
+    @model_validator(mode="after")
+    def _in_the_cascade(self) -> JudgeSettings:
+        if self.tier > self.n_tiers:
+            raise ValueError(
+                f"tier {self.tier} is not in the cascade: REAG_TIER_MODELS names "
+                f"{self.n_tiers} model(s), one per tier"
+            )
+        return self
 
     @property
     def service(self) -> str:

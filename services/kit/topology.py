@@ -72,11 +72,13 @@ def suffixed(spec: ServiceSpec, suffix: str) -> ServiceSpec:
 
 
 def _judge(tier: int) -> ServiceSpec:
-    escalate = JUDGE_TIER[tier + 1] if tier < N_TIERS else ABSTAINS
+    # Any tier may be a cascade's last (REAG_TIER_MODELS names fewer models), so any
+    # may send its unconfident criteria to review.
+    onward = (JUDGE_TIER[tier + 1],) if tier < N_TIERS else ()
     return ServiceSpec(
         f"judge-tier{tier}",
         consumes=(JUDGE_TIER[tier], THRESHOLDS),
-        produces=(VERDICTS, escalate),
+        produces=(VERDICTS, *onward, ABSTAINS),
     )
 
 

@@ -174,7 +174,9 @@ def judge(
     annotators: Annotated[
         int | None,
         typer.Option(
-            "--annotators", help="Simulated annotators N.", show_default="REAG_ANNOTATORS"
+            "--annotators",
+            help="Simulated annotators N.",
+            show_default="the tier's N (REAG_TIER_ANNOTATORS)",
         ),
     ] = None,
     examples: Annotated[
@@ -191,15 +193,17 @@ def judge(
     from reag.calibration.store import CalibrationStore
     from reag.judging.errors import JudgeConfigError, LabelProbsError
     from reag.judging.judge import JudgeConfig, TierJudge
-    from reag.judging.settings import N_TIERS, CascadeSettings
+    from reag.judging.settings import CascadeSettings
     from reag.llm import Caller, LLMError
     from reag.llm.registry import make_client
 
     settings = CascadeSettings()
     tier = 1 if tier is None else tier
-    if not 1 <= tier <= N_TIERS:
-        raise _fail(f"--tier must be between 1 and {N_TIERS}, got {tier}")
-    n = settings.annotators if annotators is None else annotators
+    if not 1 <= tier <= settings.n_tiers:
+        raise _fail(
+            f"--tier must be between 1 and {settings.n_tiers} (REAG_TIER_MODELS), got {tier}"
+        )
+    n = settings.annotators_for(tier) if annotators is None else annotators
     k = settings.examples if examples is None else examples
     if app_name is None and examples is not None and examples > 0:
         raise _fail("--examples come from an app's labelled items; give --app as well")

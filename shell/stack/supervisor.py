@@ -29,8 +29,6 @@ from pydantic import Field
 from reag.settings import ReagSettings
 from shell.stack.tansu import broker_command, wait_for_port
 
-N_TIERS = 3
-
 
 class StackError(RuntimeError):
     """The stack could not be started or stopped as asked; the message says what to do."""
@@ -87,14 +85,19 @@ class StackState:
         return cls(**raw)
 
 
-SERVICE_NAMES = (
-    "elicitor",
-    "retriever",
-    "oracle",
-    *(f"judge-tier{t}" for t in range(1, N_TIERS + 1)),
-    "ledger",
-    "calibrator",
-)
+def service_names() -> tuple[str, ...]:
+    """The stack's services: one judge per tier of the configured cascade (REAG_TIER_MODELS)."""
+    from reag.judging.settings import CascadeSettings
+
+    tiers = CascadeSettings().n_tiers
+    return (
+        "elicitor",
+        "retriever",
+        "oracle",
+        *(f"judge-tier{t}" for t in range(1, tiers + 1)),
+        "ledger",
+        "calibrator",
+    )
 
 
 def _python_module(module: str, *args: str) -> list[str]:
@@ -134,7 +137,7 @@ def plan(settings: StackSettings) -> list[ProcessSpec]:
             None,
         ),
     ]
-    for offset, name in enumerate(SERVICE_NAMES):
+    for offset, name in enumerate(service_names()):
         env: dict[str, str] = {}
         module = f"services.{name}"
         if name.startswith("judge-tier"):

@@ -116,8 +116,8 @@ def _p_yes(result: LabelProbs) -> float:
     return yes / total
 
 
-def aggregate(results: Sequence[LabelProbs], *, latency_s: float | None = None) -> Judgement:
-    """Combine the annotators' label probabilities into one judgement (eq. 4).
+def decide(p_yes: Sequence[float]) -> tuple[Label, float]:
+    """The verdict and confidence of annotators at these P(YES) (eq. 4).
 
     The mean of the N distributions, then its max: c = max_y (1/N) Σ_j p_j(y).
     The mean of each annotator's own max would hide disagreement (annotators
@@ -125,17 +125,25 @@ def aggregate(results: Sequence[LabelProbs], *, latency_s: float | None = None) 
     only 0.53). A tie in mean probability is a NO: a criterion is satisfied
     only when the annotators lean towards it.
     """
+    if not p_yes:
+        raise LabelProbsError("no annotator answered; a judgement needs at least one")
+    mean_yes = sum(p_yes) / len(p_yes)
+    mean_no = sum(1.0 - p for p in p_yes) / len(p_yes)
+    return ("YES" if mean_yes > mean_no else "NO"), max(mean_yes, mean_no)
+
+
+def aggregate(results: Sequence[LabelProbs], *, latency_s: float | None = None) -> Judgement:
+    """Combine the annotators' label probabilities into one judgement (``decide``)."""
     if not results:
         raise LabelProbsError("no annotator answered; a judgement needs at least one")
     p_yes = tuple(_p_yes(r) for r in results)
-    mean_yes = sum(p_yes) / len(p_yes)
-    mean_no = sum(1.0 - p for p in p_yes) / len(p_yes)
+    verdict, confidence = decide(p_yes)
     usage = Usage()
     for r in results:
         usage = usage + r.usage
     return Judgement(
-        verdict="YES" if mean_yes > mean_no else "NO",
-        confidence=max(mean_yes, mean_no),
+        verdict=verdict,
+        confidence=confidence,
         p_yes=p_yes,
         method="sampling" if any(r.method == "sampling" for r in results) else "logprobs",
         model=results[0].model,

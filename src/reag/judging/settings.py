@@ -8,7 +8,7 @@ threshold fit on other prompts would say nothing about live confidences.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from reag.judging.judge import JudgeConfig
 from reag.settings import ReagSettings
@@ -25,7 +25,18 @@ class CascadeSettings(ReagSettings):
             "LLM layer's default model (REAG_LLM_MODEL, local:gemma-3-270m)."
         ),
     )
-    annotators: int = Field(default=5, ge=1, description="Simulated annotators N per tier.")
+    annotators: int = Field(
+        default=5,
+        ge=1,
+        description="Simulated annotators N of every tier that REAG_TIER_ANNOTATORS leaves open.",
+    )
+    tier_annotators: str = Field(
+        default="",
+        description=(
+            "Comma-separated annotators N per tier, cheapest first, e.g. '1,1,3': one model "
+            "can serve two tiers at different N. An empty entry (or unset) means REAG_ANNOTATORS."
+        ),
+    )
     examples: int = Field(
         default=3, ge=0, description="Expert-labelled examples K shown to each annotator."
     )
@@ -39,13 +50,44 @@ class CascadeSettings(ReagSettings):
         ),
     )
 
-    def model_for(self, tier: int) -> str | None:
-        """The tier's model, or None for the LLM layer's default."""
+    @field_validator("tier_annotators")
+    @classmethod
+    def _counts(cls, value: str) -> str:
+        entries = [e.strip() for e in value.split(",")] if value.strip() else []
+        if len(entries) > N_TIERS:
+            raise ValueError(f"names {len(entries)} counts; the cascade has {N_TIERS} tiers")
+        for entry in entries:
+            if entry and (not entry.isdigit() or int(entry) < 1):
+                raise ValueError(f"{entry!r} is not an annotator count (a whole number ≥ 1)")
+        return value
+
+    def annotators_for(self, tier: int) -> int:
+        """The tier's N: its REAG_TIER_ANNOTATORS entry, else REAG_ANNOTATORS."""
+        entries = [e.strip() for e in self.tier_annotators.split(",")]
+        entry = entries[tier - 1] if tier <= len(entries) else ""
+        return int(entry) if entry else self.annotators
+
+    def _model_names(self) -> list[str]:
         names = [m.strip() for m in self.tier_models.split(",")] if self.tier_models else []
         if len(names) > N_TIERS:
             raise ValueError(
-                f"REAG_TIER_MODELS names {len(names)} models; the cascade has {N_TIERS} tiers"
+                f"REAG_TIER_MODELS names {len(names)} models; the cascade has at most "
+                f"{N_TIERS} tiers"
             )
+        return names
+
+    @property
+    def n_tiers(self) -> int:
+        """The cascade's depth: one tier per REAG_TIER_MODELS entry, all three when it is empty.
+
+        A tier that does not earn its cost is left out by naming fewer models; the
+        last tier's unconfident criteria go to review.
+        """
+        return len(self._model_names()) or N_TIERS
+
+    def model_for(self, tier: int) -> str | None:
+        """The tier's model, or None for the LLM layer's default."""
+        names = self._model_names()
         if tier > len(names):
             return None
         return names[tier - 1] or None
@@ -53,7 +95,7 @@ class CascadeSettings(ReagSettings):
     def judge_config(self, tier: int) -> JudgeConfig:
         return JudgeConfig(
             tier=tier,
-            n_annotators=self.annotators,
+            n_annotators=self.annotators_for(tier),
             k_examples=self.examples,
             seed=self.seed,
             n_samples=self.samples,

@@ -73,7 +73,7 @@ async def calibrate_app(
     records = await score_for_calibration(
         store, judges, app, items, spec, score_all=score_all, stats=stats, progress=progress
     )
-    calibration = spec.fit(records, len(judges))
+    calibration = spec.fit(records, len(judges), depth=len(judges))
     models = tuple(j.model for j in judges)
     thresholds = thresholds_from(calibration, app, judges)
     version = judges[0].prompt_version if judges else ""

@@ -20,7 +20,6 @@ from reag.calibration.scaling import DEFAULT_TAU
 from reag.calibration.scores import ScoreRecord, pivot
 from reag.judging.identity import JudgeIdentity
 from reag.judging.judge import TierJudge
-from reag.judging.settings import N_TIERS
 from reag.v1 import events_pb2 as pb
 
 
@@ -36,13 +35,15 @@ class FitSpec:
     grid: Grid = DEFAULT_GRID
     min_accepted: int = DEFAULT_MIN_ACCEPTED
 
-    def fit(self, records: Sequence[ScoreRecord], n_tiers: int) -> CascadeCalibration:
-        """Fit tiers 1..n_tiers of an ``N_TIERS`` cascade from the records so far.
+    def fit(
+        self, records: Sequence[ScoreRecord], n_tiers: int, *, depth: int
+    ) -> CascadeCalibration:
+        """Fit tiers 1..n_tiers of a cascade of ``depth`` tiers from the records so far.
 
-        Under system mode each tier is tested at δ/N_TIERS whatever the number of
+        Under system mode each tier is tested at δ/depth whatever the number of
         tiers fit so far, so a partial fit's tiers equal the full fit's.
         """
-        tier_delta = self.delta * n_tiers / N_TIERS if self.mode == "system" else self.delta
+        tier_delta = self.delta * n_tiers / depth if self.mode == "system" else self.delta
         return calibrate_table(
             pivot(records, n_tiers=n_tiers),
             alpha=self.alpha,

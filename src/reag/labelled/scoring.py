@@ -152,7 +152,7 @@ async def score_for_calibration(
         records += await score_tier(store, judge, app, reach, stats=stats, progress=progress)
         if t == len(judges) or everything:
             continue
-        partial = spec.fit(records, t)
+        partial = spec.fit(records, t, depth=len(judges))
         by_item = {(r.item_id, r.tier): r.confidence for r in records}
         confidences = np.array(
             [[by_item.get((i.item_id, s), np.nan) for s in range(1, t + 1)] for i in items]

@@ -25,7 +25,7 @@ from typing import Any
 
 from reag.calibration.store import CalibrationItem, CalibrationStore, StoredScore
 from reag.judging.identity import JudgeIdentity
-from reag.judging.judge import Judgement, TierJudge
+from reag.judging.judge import Judgement, TierJudge, decide
 from reag.judging.prompt import Condition
 
 DEFAULT_VERIFY = 3
@@ -95,6 +95,39 @@ def snapshot_line(
         "prompt_tokens": judgement.usage.prompt_tokens,
         "cached_tokens": judgement.usage.cached_tokens,
         "n_calls": judgement.n_calls,
+    }
+
+
+def first_annotators(line: dict[str, Any], judge: TierJudge, source: str) -> dict[str, Any]:
+    """A stored line of a larger judge, cut to ``judge``'s N annotators: its own line.
+
+    Exact because annotator j's prompt does not depend on N (the example draw
+    takes the sets in turn, so N = 1 gets the first set of N = 3; the caller
+    checks that the sets agree): the same logits come out, and the
+    confidence is recomputed from the first N distributions by ``decide``.
+    Seconds and tokens are the larger judge's cut in proportion (marked
+    ``derived_from``): that part of a group call is not timed apart.
+    """
+    n = judge.config.n_annotators
+    stored_n = len(line["annotator_yes"])
+    if n > stored_n:
+        raise ValueError(f"a line of {stored_n} annotators cannot give {n}")
+    p_yes = [float(p) for p in line["annotator_yes"][:n]]
+    verdict, confidence = decide(p_yes)
+    share = n / stored_n
+    return {
+        **line,
+        "tier": judge.config.tier,
+        "verdict": verdict,
+        "confidence": confidence,
+        "prompt_version": judge.prompt_version,
+        "annotator_yes": p_yes,
+        "example": bool(line["example"]) and line["item_id"] in judge.annotators.item_ids,
+        "seconds": round(float(line["seconds"]) * share, 3),
+        "prompt_tokens": round(int(line["prompt_tokens"]) * share),
+        "cached_tokens": round(int(line["cached_tokens"]) * share),
+        "n_calls": round(int(line["n_calls"]) * share),
+        "derived_from": source,
     }
 
 

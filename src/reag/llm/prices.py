@@ -10,7 +10,7 @@ figure of reag (per tier, per criterion, the α sweep) quietly wrong.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from importlib.resources import files
 from pathlib import Path
@@ -47,6 +47,8 @@ class ModelPrice:
 class PriceTable:
     as_of: str
     models: dict[str, ModelPrice]
+    # local model -> the hosted model whose price its tokens are shown at (never charged)
+    equivalents: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, override: Path | None = None) -> PriceTable:
@@ -65,6 +67,7 @@ class PriceTable:
         return PriceTable(
             as_of=f"{table.as_of}; {override.name}: {extra.as_of}",
             models={**table.models, **extra.models},
+            equivalents={**table.equivalents, **extra.equivalents},
         )
 
     @staticmethod
@@ -84,7 +87,19 @@ class PriceTable:
                     f"{source}: entry {name!r} needs numeric 'input' and 'output' "
                     f"(and optionally 'cached_input') USD per million tokens"
                 ) from exc
-        return PriceTable(as_of=str(data.get("as_of", "undated")), models=models)
+        equivalents = data.get("equivalents") or {}
+        if not isinstance(equivalents, dict):
+            raise ConfigurationError(f"{source}: 'equivalents' maps a local model to a model")
+        for local, hosted in equivalents.items():
+            if str(hosted) not in models:
+                raise ConfigurationError(
+                    f"{source}: the equivalent of {local!r}, {hosted!r}, has no price entry"
+                )
+        return PriceTable(
+            as_of=str(data.get("as_of", "undated")),
+            models=models,
+            equivalents={str(k): str(v) for k, v in equivalents.items()},
+        )
 
     def lookup(self, model: str) -> ModelPrice:
         for candidate in (model, _DATED_SUFFIX.sub("", model)):
@@ -102,3 +117,11 @@ class PriceTable:
 
     def cost(self, model: str, usage: Usage) -> float:
         return self.lookup(model).cost(usage)
+
+    def equivalent(self, model: str) -> str:
+        """The model whose price ``model``'s tokens are shown at: its equivalent, else itself."""
+        return self.equivalents.get(model, model)
+
+    def equivalent_cost(self, model: str, usage: Usage) -> float:
+        """What ``usage`` would cost on ``model``'s hosted equivalent (shown, never charged)."""
+        return self.cost(self.equivalent(model), usage)

@@ -34,14 +34,14 @@ def test_up_starts_every_process_healthy_and_down_stops_them(tmp_path: Path) -> 
         kafka_port=free_port(),
         model_port=free_port(),
         sample_app_port=free_port(),
-        service_port_base=_free_run(len(supervisor.SERVICE_NAMES)),
+        service_port_base=_free_run(len(supervisor.service_names())),
     )
     lines: list[str] = []
     state = supervisor.up(settings, after_broker=ensure_topics_at, echo=lines.append)
     try:
         rows = supervisor.status(settings)
         assert [r.name for r in rows] == [p.name for p in state.processes]
-        assert len(rows) == 3 + len(supervisor.SERVICE_NAMES)
+        assert len(rows) == 3 + len(supervisor.service_names())
         assert all(r.alive and r.healthy for r in rows), rows
         with pytest.raises(supervisor.StackError, match="already running"):
             supervisor.up(settings)

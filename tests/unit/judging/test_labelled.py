@@ -56,6 +56,23 @@ async def test_a_second_run_makes_no_llm_call(store: CalibrationStore, tmp_path:
     assert len(store.threshold_history("nutrition")) == 6  # both runs are in the history
 
 
+def test_a_tier_of_fewer_annotators_sees_the_first_sets_of_a_larger_tier(
+    store: CalibrationStore, tmp_path: Path
+) -> None:
+    """Why a judge of N annotators is the first N annotators of a larger one: the stored
+    N = 3 scores then hold every smaller N's, and one model can serve two tiers."""
+    from reag.labelled.clients import build_judges
+
+    store.add_items(read_labelled(write_labelled(tmp_path / "labels.jsonl", 40)))
+    settings = CascadeSettings(tier_annotators="1,2,3", examples=3)
+    judges = build_judges(store, "nutrition", tier_clients(*three_providers()), settings)
+    sets = [j.annotators.sets for j in judges]
+    assert [len(s) for s in sets] == [1, 2, 3]
+    assert sets[2][:1] == sets[0]
+    assert sets[2][:2] == sets[1]
+    assert len({j.prompt_version for j in judges}) == 3  # N and the sets are in the version
+
+
 async def test_cascade_mode_scores_a_tier_only_on_what_lower_tiers_leave(
     store: CalibrationStore, tmp_path: Path
 ) -> None:

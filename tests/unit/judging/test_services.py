@@ -47,6 +47,46 @@ def test_settings_pick_the_tier_model_from_the_shared_list() -> None:
         JudgeSettings(tier_models="a:b,c:d,e:f,g:h").model()
 
 
+def test_each_tier_has_its_own_annotator_count() -> None:
+    settings = JudgeSettings(tier=2, annotators=5, tier_annotators="1,,3")
+    assert [settings.annotators_for(t) for t in (1, 2, 3)] == [1, 5, 3]
+    assert settings.judge_config(3).n_annotators == 3
+    assert JudgeSettings(annotators=4, tier_annotators="").annotators_for(3) == 4
+    for bad in ("1,1,1,1", "0", "two", "-1"):
+        with pytest.raises(ValueError, match=r"counts|annotator count"):
+            JudgeSettings(tier_annotators=bad)
+
+
+def test_the_cascade_has_one_tier_per_named_model() -> None:
+    assert JudgeSettings(tier_models="a:x,b:y").n_tiers == 2
+    assert JudgeSettings(tier_models="").n_tiers == 3  # every tier on the LLM layer's default
+    with pytest.raises(ValueError, match="not in the cascade"):
+        JudgeSettings(tier=3, tier_models="a:x,b:y")
+
+
+async def test_a_two_tier_cascade_sends_its_second_tiers_doubts_to_review() -> None:
+    settings = JudgeSettings(tier=2, tier_models="fake:tier1,fake:tier3", topic_suffix=SUFFIX)
+    deps = judge_deps(settings)
+    broker = KafkaBroker()
+    broker.include_router(build_router(settings, deps))
+    abstains: list[pb.Abstain] = []
+    onward: list[bytes] = []
+
+    @broker.subscriber(ABSTAINS + SUFFIX)
+    async def on_abstain(body: bytes) -> None:
+        abstains.append(pb.Abstain.FromString(body))
+
+    @broker.subscriber(JUDGE_TIER[3] + SUFFIX)
+    async def on_tier3(body: bytes) -> None:
+        onward.append(body)
+
+    async with TestKafkaBroker(broker) as test_broker:
+        request = make_request("Sugar is 30 g. UNSURE", app="two-tier", case="c-2")
+        await test_broker.publish(request.SerializeToString(), JUDGE_TIER[2] + SUFFIX)
+    assert onward == []
+    assert [a.tier for a in abstains[0].request.history] == [2]
+
+
 def test_a_tier_without_threshold_says_so_at_start(caplog: pytest.LogCaptureFixture) -> None:
     settings = JudgeSettings(tier=3, topic_suffix=SUFFIX)
     deps = judge_deps(settings)

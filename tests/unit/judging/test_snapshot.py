@@ -118,3 +118,67 @@ async def test_no_file_for_this_judge_means_no_report(tmp_path: Path) -> None:
     empty = tmp_path / "none"
     empty.mkdir()
     assert await import_snapshot(store, "nutrition", judge, store.items("nutrition"), empty) is None
+
+
+def prompt_hash_script(prompt, labels):  # type: ignore[no-untyped-def]
+    """P(YES) from the whole prompt: every annotator (its own examples) answers differently."""
+    import hashlib
+
+    text = prompt if isinstance(prompt, str) else "\x00".join(m.content for m in prompt)
+    p = 0.05 + 0.9 * int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return {"YES": p, "NO": 1 - p}
+
+
+async def test_a_file_cut_to_fewer_annotators_is_that_judges_own(tmp_path: Path) -> None:
+    """A judge of N = 1 gets, on every item, exactly the first annotator of a stored N = 3
+    line, so its file can be cut from the N = 3 one and still pass the re-judged sample."""
+    from reag.labelled.snapshot import first_annotators, read_snapshot
+
+    labels = write_labelled(tmp_path / "labels.jsonl", 24)
+    store = CalibrationStore.open(f"sqlite:///{tmp_path / 'maker.db'}")
+    store.add_items(read_labelled(labels))
+    items = store.items("nutrition")
+    client = LLMClient(FakeProvider(model="fake:tier1", label_script=prompt_hash_script))
+    wide = CascadeSettings(annotators=3, examples=2)
+    narrow = CascadeSettings(annotators=1, examples=2)
+    (large,) = build_judges(store, "nutrition", [client], wide)
+    (small,) = build_judges(store, "nutrition", [client], narrow)
+    folder = tmp_path / "scores"
+    folder.mkdir()
+    source = folder / snapshot_name(large.model, large.prompt_version)
+    lines = [
+        snapshot_line(
+            large,
+            i,
+            await large.judge(i.request, exclude_item=i.item_id),
+            seconds=3.0,
+            example=i.item_id in large.annotators.item_ids,
+        )
+        for i in items
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    cut = [first_annotators(line, small, source.name) for line in lines]
+    (folder / snapshot_name(small.model, small.prompt_version)).write_text(
+        "".join(json.dumps(line) + "\n" for line in cut)
+    )
+    disagree = 0
+    for item, line, full in zip(items, cut, lines, strict=True):
+        fresh = await small.judge(item.request, exclude_item=item.item_id)
+        assert (line["verdict"], line["confidence"]) == (fresh.verdict, fresh.confidence)
+        assert line["prompt_version"] == small.prompt_version
+        assert line["seconds"] == 1.0
+        disagree += line["verdict"] != full["verdict"]
+    assert disagree > 0  # the cut is a different judge, not a copy of the N = 3 verdicts
+    assert sum(line["example"] for line in cut) == len(small.annotators.item_ids)
+    report = await import_snapshot(
+        CalibrationStore.open(f"sqlite:///{tmp_path / 'demo.db'}"),
+        "nutrition",
+        small,
+        items,
+        folder,
+        rng=random.Random(1),
+    )
+    assert report is not None
+    assert report.trusted
+    assert report.imported == len(items)
+    assert read_snapshot(folder / snapshot_name(small.model, small.prompt_version))

@@ -5,11 +5,16 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
+
 from services.kit.topology import SERVICES
 from shell.stack import supervisor
 
 
-def test_the_plan_runs_every_topology_service_once_with_distinct_ports(tmp_path: Path) -> None:
+def test_the_plan_runs_every_topology_service_once_with_distinct_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REAG_TIER_MODELS", "")  # three tiers on the LLM layer's default
     settings = supervisor.StackSettings(state_dir=tmp_path)
     specs = supervisor.plan(settings)
     names = [s.name for s in specs]
@@ -18,6 +23,14 @@ def test_the_plan_runs_every_topology_service_once_with_distinct_ports(tmp_path:
     assert len({s.port for s in specs}) == len(specs)
     tiers = {s.name: s.env.get("REAG_TIER") for s in specs if s.name.startswith("judge-")}
     assert tiers == {"judge-tier1": "1", "judge-tier2": "2", "judge-tier3": "3"}
+
+
+def test_a_cascade_of_two_models_runs_two_judges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REAG_TIER_MODELS", "local:a,local:b")
+    names = [s.name for s in supervisor.plan(supervisor.StackSettings(state_dir=tmp_path))]
+    assert [n for n in names if n.startswith("judge-")] == ["judge-tier1", "judge-tier2"]
 
 
 def test_a_listening_port_is_busy_and_a_closed_one_is_free() -> None:
