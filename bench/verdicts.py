@@ -91,12 +91,15 @@ def _chain(*judges: tuple[str, int]) -> tuple[Judge, ...]:
 
 
 CASCADES: tuple[tuple[Judge, ...], ...] = (
-    _chain((Q05, 3), (Q15, 3)),
-    _chain((SMOL, 3), (Q05, 3), (Q15, 3)),
+    _chain((Q05, 1), (Q15, 1)),
+    _chain((SMOL, 1), (Q15, 1)),
+    _chain((SMOL, 1), (Q05, 1), (Q15, 1)),
     _chain((Q15, 1), (Q15, 3)),
     _chain((Q05, 1), (Q15, 1), (Q15, 3)),
     _chain((Q05, 1), (Q15, 3)),
     _chain((SMOL, 1), (Q15, 3)),
+    _chain((Q05, 3), (Q15, 3)),
+    _chain((SMOL, 3), (Q05, 3), (Q15, 3)),
 )
 SINGLES: tuple[Judge, ...] = tuple(Judge(m, n) for m in (Q15, Q05, SMOL) for n in (1, 2, 3))
 
@@ -478,8 +481,8 @@ def build_system(
 ) -> System | None:
     """The system on the usable items of its models; None when a model has no scores."""
     models = [scores[j.model] for j in judges if j.model in scores]
-    if len(models) < len(judges):
-        return None
+    if len(models) < len(judges) or any(j.n > scores[j.model].n_stored for j in judges):
+        return None  # a model not scored, or not with that many annotators
     items, _ = usable_items(models)
     views = tuple(view(scores[j.model], j.n, items, prices) for j in judges)
     for v in views[1:]:
@@ -798,7 +801,7 @@ def build_report(
         "is the honest one).",
         "",
     ]
-    judges = [j for j in SINGLES if j.model in scores]
+    judges = [j for j in SINGLES if j.model in scores and j.n <= scores[j.model].n_stored]
     views = []
     for j in judges:
         s = scores[j.model]
@@ -814,7 +817,12 @@ def build_report(
         system = build_system(chain, scores, prices)
         if system is None:
             missing = sorted({j.model for j in chain} - set(scores))
-            notes.append(f"{system_name(chain)}: skipped, no scores for {', '.join(missing)}")
+            why = (
+                f"no scores for {', '.join(missing)}"
+                if missing
+                else "a model was scored with fewer annotators"
+            )
+            notes.append(f"{system_name(chain)}: skipped, {why}")
             continue
         if system.n_items < 2:
             notes.append(f"{system.name}: skipped, {system.n_items} usable item(s)")

@@ -8,14 +8,19 @@
 #  * llama-cpp-python must be compiled with GGML_NATIVE=OFF: these CPUs
 #    advertise AMX, which faults inside the VM. pip's own wheel cache ignores
 #    CMAKE_ARGS, so we build the wheel ourselves, without pip's cache, into
-#    a cache directory of ours whose name records the flags.
+#    a cache directory of ours whose name records the flags. LLAVA_BUILD=OFF
+#    leaves out the multimodal library reag never loads (llama_cpp imports it
+#    only for image chat formats), which shortens the one compile of a first
+#    install. No prebuilt binding on PyPI fits: the portable wheels found
+#    (llama-cpp-py-sync, llama-cpp-cffi) bind other llama.cpp versions whose
+#    llama_context_params differ from the ctypes layout llama-cpp-python uses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null || PYTHON=python3
 LLAMA_VERSION=${REAG_LLAMA_CPP_VERSION:-0.3.36}
-WHEEL_CACHE=${REAG_WHEEL_CACHE:-$HOME/.cache/reag/wheels/llama-cpp-python-$LLAMA_VERSION-native-off}
+WHEEL_CACHE=${REAG_WHEEL_CACHE:-$HOME/.cache/reag/wheels/llama-cpp-python-$LLAMA_VERSION-native-off-nollava}
 STAMP=.venv/.reag-installed
 want=$(sha256sum pyproject.toml scripts/install.sh scripts/local-models.txt | sha256sum | cut -c1-16)
 
@@ -36,7 +41,7 @@ $PIP install --quiet torch==2.13.0
 if ! ls "$WHEEL_CACHE"/llama_cpp_python-*.whl >/dev/null 2>&1; then
   echo "==> building llama-cpp-python $LLAMA_VERSION with GGML_NATIVE=OFF (about 5 minutes, once)"
   mkdir -p "$WHEEL_CACHE"
-  CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
     $PIP wheel --no-cache-dir --no-deps "llama-cpp-python==$LLAMA_VERSION" -w "$WHEEL_CACHE"
 fi
 $PIP install --quiet --no-deps "$WHEEL_CACHE"/llama_cpp_python-*.whl

@@ -16,6 +16,18 @@ import pytest
 from shell.stack.tansu import free_port, start_tansu
 
 
+@pytest.fixture(autouse=True)
+def _cascade_of_the_mechanics_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cascade the mechanics tests assume: three tiers on one model, N = 5 each.
+
+    The embedded default (two local models at N = 1, reag.judging.settings) is a
+    measured choice that may change; tests of routing, scoring and calibration
+    should not change with it. A test of the default itself deletes these.
+    """
+    monkeypatch.setenv("REAG_TIER_MODELS", "")
+    monkeypatch.setenv("REAG_TIER_ANNOTATORS", "")
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap() -> Iterator[str]:
     """Bootstrap servers of a Tansu broker on a free port, for this session only."""

@@ -49,12 +49,22 @@ def status() -> None:
 
 
 def demo(  # noqa: PLR0917 - typer maps each option to one parameter
-    cases: Annotated[int, typer.Option("--cases", "-n", min=1, help="Simulated users.")] = 3,
+    cases: Annotated[
+        int | None,
+        typer.Option("--cases", "-n", min=1, help="Simulated users.", show_default="3"),
+    ] = None,
     manifest: Annotated[Path, typer.Option("--manifest", help="The app to test.")] = Path(
         "examples/nutrition/app.yaml"
     ),
     seed: Annotated[int, typer.Option("--seed", help="Fixes the simulated users.")] = 7,
-    alpha: Annotated[float, typer.Option("--alpha", help="Risk tolerance α.")] = 0.15,
+    alpha: Annotated[
+        float | None,
+        typer.Option(
+            "--alpha",
+            help="Risk tolerance α (the local cascade meets 0.30 on the example; hosted 0.15).",
+            show_default="0.30",
+        ),
+    ] = None,
     delta: Annotated[float, typer.Option("--delta", help="Failure probability δ.")] = 0.10,
     timeout_s: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait for the cases.")
@@ -64,15 +74,11 @@ def demo(  # noqa: PLR0917 - typer maps each option to one parameter
     """Run reag end to end on the embedded stack: calibrate, probe the sample app, judge."""
     from shell.demo import DemoOptions, run_demo
 
-    options = DemoOptions(
-        manifest=manifest,
-        cases=cases,
-        seed=seed,
-        alpha=alpha,
-        delta=delta,
-        timeout_s=timeout_s,
-        keep=keep,
-    )
+    options = DemoOptions(manifest=manifest, seed=seed, delta=delta, timeout_s=timeout_s, keep=keep)
+    if cases is not None:
+        options.cases = cases
+    if alpha is not None:
+        options.alpha = alpha
     try:
         code = asyncio.run(run_demo(options, echo=typer.echo))
     except supervisor.StackError as exc:

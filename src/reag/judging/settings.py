@@ -15,14 +15,22 @@ from reag.settings import ReagSettings
 
 N_TIERS = 3
 
+EMBEDDED_TIER_MODELS = "local:qwen2.5-coder-1.5b-instruct"
+EMBEDDED_TIER_ANNOTATORS = "1"
+"""The embedded default, chosen by the sweep of every local judge on the example's labelled
+set (bench.verdicts, docs/cascade.md): one tier, Qwen2.5-Coder 1.5B with one annotator.
+SmolLM2 and the 0.5B model judge near chance there, so a tier of either only adds cost, and
+three annotators of the 1.5B model accept no more at α = 0.30 than one does."""
+
 
 class CascadeSettings(ReagSettings):
     tier_models: str = Field(
-        default="",
+        default=EMBEDDED_TIER_MODELS,
         description=(
             "Comma-separated model per tier, cheapest first, e.g. 'gemini:gemini-2.5-flash-lite,"
-            "openai:gpt-4.1-mini,gemini:gemini-2.5-flash'. An empty entry (or unset) means the "
-            "LLM layer's default model (REAG_LLM_MODEL, local:gemma-3-270m)."
+            "openai:gpt-4.1-mini,gemini:gemini-2.5-flash'; the cascade has one tier per entry. "
+            "An empty entry means the LLM layer's default model (REAG_LLM_MODEL); an empty "
+            "list, three tiers of it. Unset: the embedded local cascade."
         ),
     )
     annotators: int = Field(
@@ -31,10 +39,11 @@ class CascadeSettings(ReagSettings):
         description="Simulated annotators N of every tier that REAG_TIER_ANNOTATORS leaves open.",
     )
     tier_annotators: str = Field(
-        default="",
+        default=EMBEDDED_TIER_ANNOTATORS,
         description=(
             "Comma-separated annotators N per tier, cheapest first, e.g. '1,1,3': one model "
-            "can serve two tiers at different N. An empty entry (or unset) means REAG_ANNOTATORS."
+            "can serve two tiers at different N. An empty entry means REAG_ANNOTATORS; unset: "
+            "the embedded cascade's."
         ),
     )
     examples: int = Field(

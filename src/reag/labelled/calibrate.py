@@ -40,16 +40,20 @@ class LabelledCalibration:
     prompt_version: str
     stats: ScoringStats
     snapshots: tuple[SnapshotReport, ...] = ()
+    annotators: tuple[int, ...] = ()  # N per tier
 
     def model_note(self) -> str:
-        """Says plainly when the tiers are one model: then the cascade cannot add signal."""
-        if len(set(self.models)) == 1:
+        """Says plainly when the tiers are one judge twice: then escalation adds nothing."""
+        judges = list(zip(self.models, self.annotators or (0,) * len(self.models), strict=True))
+        if len(judges) == 1:
+            return f"one tier, {self.models[0]}: what it cannot accept goes to review"
+        if len(set(judges)) == 1:
             return (
-                f"all {len(self.models)} tiers run the same model, {self.models[0]}: "
-                "escalation asks the same judge again. Name different models per tier "
-                "with REAG_TIER_MODELS (cheapest first)."
+                f"all {len(self.models)} tiers run the same judge, {self.models[0]}: "
+                "escalation asks it again. Name different models per tier with "
+                "REAG_TIER_MODELS (cheapest first), or more annotators (REAG_TIER_ANNOTATORS)."
             )
-        return "tier models: " + " → ".join(self.models)
+        return "tiers: " + " → ".join(f"{m} N={n}" if n else m for m, n in judges)
 
 
 async def calibrate_app(
@@ -79,7 +83,10 @@ async def calibrate_app(
     version = judges[0].prompt_version if judges else ""
     store.record_thresholds(thresholds, prompt_version=version, trigger=trigger)
     metrics.CALIBRATION_RUNS.labels(trigger).inc()
-    return LabelledCalibration(app, calibration, thresholds, records, models, version, stats)
+    annotators = tuple(j.config.n_annotators for j in judges)
+    return LabelledCalibration(
+        app, calibration, thresholds, records, models, version, stats, annotators=annotators
+    )
 
 
 async def ingest_and_calibrate(

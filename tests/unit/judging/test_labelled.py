@@ -143,7 +143,7 @@ async def test_tiers_running_one_model_share_its_scores_and_still_pay(
         path, store, [client] * 3, CascadeSettings(), FitSpec(alpha=0.2, delta=0.1)
     )
     assert len(provider.calls) == 200
-    assert "same model" in result.model_note()
+    assert "same judge" in result.model_note()
 
 
 def test_labelled_files_are_checked_line_by_line(tmp_path: Path) -> None:

@@ -243,3 +243,18 @@ async def test_calibrator_dead_letters_itemless_reviews_and_recalibrates_after_m
     assert all(t.min_accepted == 3 for t in thresholds)  # the settings' rule
     assert store.count_items("cal-app") == 4
     assert sample("reag_calibration_items", app="cal-app") == 4.0
+
+
+def test_the_embedded_default_is_the_one_judge_the_sweep_chose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Qwen2.5-Coder 1.5B with one annotator, alone: the other local judges add only cost
+    (bench.verdicts on the example's labelled set; docs/cascade.md)."""
+    monkeypatch.delenv("REAG_TIER_MODELS")
+    monkeypatch.delenv("REAG_TIER_ANNOTATORS")
+    settings = JudgeSettings()
+    assert settings.n_tiers == 1
+    assert settings.model() == "local:qwen2.5-coder-1.5b-instruct"
+    assert settings.judge_config(1).n_annotators == 1
+    with pytest.raises(ValueError, match="not in the cascade"):
+        JudgeSettings(tier=2)

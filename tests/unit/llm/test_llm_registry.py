@@ -32,7 +32,7 @@ def test_unusable_model_strings_are_configuration_errors(model: str) -> None:
 
 def test_default_model_is_the_local_one_and_never_fake(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("REAG_LLM_MODEL", raising=False)
-    assert settings().model == DEFAULT_MODEL == "local:gemma-3-270m"
+    assert settings().model == DEFAULT_MODEL == "local:qwen2.5-coder-1.5b-instruct"
 
 
 def test_make_client_charges_the_caller_and_shares_the_ledger() -> None:
@@ -66,7 +66,7 @@ def test_missing_key_fails_at_make_client() -> None:
 def test_local_url_routes_local_models_to_the_model_server() -> None:
     client = make_client(settings=settings(local_url="http://127.0.0.1:8765"))
     assert isinstance(client.provider, ModelServerProvider)
-    assert client.model == "local:gemma-3-270m"
+    assert client.model == DEFAULT_MODEL
 
 
 def test_unknown_local_model_lists_the_available_ones() -> None:
