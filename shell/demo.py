@@ -62,7 +62,7 @@ def local_note(alpha: float) -> str:
 @dataclass
 class DemoOptions:
     manifest: Path = Path("examples/nutrition/app.yaml")
-    cases: int = 3
+    cases: int = 2
     seed: int = 7
     alpha: float = LOCAL_ALPHA
     delta: float = 0.10
