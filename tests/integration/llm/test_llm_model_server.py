@@ -24,12 +24,16 @@ pytestmark = [pytest.mark.llm, pytest.mark.slow]
 SHARED = "Judge whether the response meets the criterion. " * 12
 
 
+SERVE = [sys.executable, "-m", "shell.cli.main", "llm", "serve"]
+
+
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "REAG_LLM_LOCAL_URL"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "shell.cli.main", "llm", "serve", "--port", str(port)],
+        # The in-process twin (local_llm_client) is Gemma: the server must serve it too.
+        [*SERVE, "--port", str(port), "--model", "local:gemma-3-270m"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -60,7 +64,7 @@ def server_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def served(server_url: str) -> LLMClient:
-    return make_client(settings=LLMSettings(local_url=server_url))
+    return make_client("local:gemma-3-270m", settings=LLMSettings(local_url=server_url))
 
 
 @pytest.fixture

@@ -40,7 +40,8 @@ BRIEF = (
 
 
 def small(temperature: float, max_tokens: int) -> AgentSettings:
-    return AgentSettings(temperature=temperature, max_tokens=max_tokens)
+    """Mechanics on the smallest local model, whatever the default model is."""
+    return AgentSettings(model="local:gemma-3-270m", temperature=temperature, max_tokens=max_tokens)
 
 
 async def test_a_short_self_refine_run_on_the_local_model() -> None:

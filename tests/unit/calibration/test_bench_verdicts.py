@@ -160,7 +160,8 @@ def test_honest_cost_charges_every_tier_that_ran(bench: ModuleType, tmp_path: Pa
     synthetic(tmp_path, n_items=200)
     scores = bench.load_all(tmp_path, [SMOL, Q05, Q15], [])
     prices = bench.PriceTable.load()
-    system = bench.build_system(bench.CASCADES[1], scores, prices)  # SmolLM2 → 0.5B → 1.5B
+    chain = bench._chain((SMOL, 3), (Q05, 3), (Q15, 3))
+    system = bench.build_system(chain, scores, prices)  # SmolLM2 → 0.5B → 1.5B
     table = system.table()
     mask = bench.split_masks(table.item_ids, table.item_ids, 1, 0)[0]
     seconds = system.costs("seconds")[~mask]

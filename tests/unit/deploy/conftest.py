@@ -61,7 +61,7 @@ def judge_subscriptions() -> dict[str, tuple[str, str]]:
     """
     found: dict[str, tuple[str, str]] = {}
     for tier, topic in JUDGE_TIER.items():
-        settings = JudgeSettings(tier=tier)
+        settings = JudgeSettings(tier=tier, tier_models="")  # the chart runs three tiers
         deps = JudgeDeps.build(settings, LLMClient(FakeProvider(model="fake:judge")), None)
         for subscriber in build_router(settings, deps).subscribers:
             # Kafka subscribers carry these; the router's declared type does not say so.

@@ -38,7 +38,7 @@ def cli() -> typer.Typer:
 def dsn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     url = f"sqlite:///{tmp_path / 'reag.db'}"
     monkeypatch.setenv("REAG_STORE_DSN", url)
-    for name in ("REAG_SEED", "REAG_TIER_MODELS", "REAG_ANNOTATORS", "REAG_EXAMPLES"):
+    for name in ("REAG_SEED", "REAG_ANNOTATORS", "REAG_EXAMPLES"):
         monkeypatch.delenv(name, raising=False)
     CalibrationStore.open(url).add_items(read_labelled(write_labelled(tmp_path / "l.jsonl", 12)))
     return url

@@ -21,7 +21,7 @@ from reag.llm.fake import FakeProvider
 
 from .labelled_data import marker_script, write_labelled
 
-SETTINGS = CascadeSettings(annotators=3, examples=2)
+SETTINGS = CascadeSettings(tier_models="", tier_annotators="", annotators=3, examples=2)
 SPEC = FitSpec(alpha=0.2, delta=0.1, min_accepted=10)
 
 

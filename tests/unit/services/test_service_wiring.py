@@ -48,7 +48,7 @@ def test_oracle_settings_reach_the_writer(state: Path, monkeypatch: pytest.Monke
     assert writer.attempts == 3
     assert writer.limits.max_doc_chars == 300
     assert writer.limits.show_response is True
-    assert writer.client.model == "local:gemma-3-270m"
+    assert writer.client.model == "local:qwen2.5-coder-1.5b-instruct"  # REAG_LLM_MODEL default
     assert writer.client.caller.service == "oracle"
 
 
