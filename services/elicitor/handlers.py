@@ -1,7 +1,11 @@
 """The elicitor's one handler: ``pb.Traffic`` -> ``pb.Intention``, keyed by case id.
 
-Logs carry the case id and how the persona was matched, never the profile or
-the category (which would reveal a health condition).
+The elicitor is the first reag hop for traffic an app produces itself, so the
+event is redacted under the app's policy before anything else happens to it
+(a dead letter of a traffic event is redacted too), then the shadow controls
+decide, before any LLM call, whether the case goes on; what they shed is
+counted by reason. Logs carry the case id and how the persona was matched,
+never the profile or the category (which would reveal a health condition).
 """
 
 from __future__ import annotations
@@ -9,9 +13,13 @@ from __future__ import annotations
 import logging
 
 from faststream.kafka import KafkaRouter
+from google.protobuf.message import DecodeError
 
 from reag.elicitation.directory import PersonaDirectory
 from reag.elicitation.intentions import intention_from_traffic
+from reag.metrics import TRAFFIC_ADMITTED, TRAFFIC_SHED
+from reag.traffic.policy import PolicyDirectory
+from reag.traffic.shadow import ShadowGate
 from reag.v1 import events_pb2 as pb
 from services.elicitor.settings import ElicitorSettings
 from services.kit.codec import BadEventError
@@ -21,7 +29,27 @@ from services.kit.topology import INTENTIONS, SERVICES, TRAFFIC, suffixed
 log = logging.getLogger("reag.elicitor")
 
 
-def build_router(settings: ElicitorSettings, personas: PersonaDirectory) -> KafkaRouter:
+def redacted_traffic_bytes(policies: PolicyDirectory, data: bytes) -> bytes:
+    """A traffic event's bytes as a dead letter may keep them: redacted.
+
+    Parseable bytes are redacted field by field under the app's policy and stay
+    replayable; bytes that do not parse are scanned as text with the default
+    recognisers (they could not be replayed as they were anyway).
+    """
+    event = pb.Traffic()
+    try:
+        event.ParseFromString(data)
+    except DecodeError:
+        return policies.redactor("").raw(data)
+    return policies.redact(event, where="dead_letter").SerializeToString()
+
+
+def build_router(
+    settings: ElicitorSettings,
+    personas: PersonaDirectory,
+    policies: PolicyDirectory,
+    gate: ShadowGate,
+) -> KafkaRouter:
     """``personas`` answers both "is this app known" and "what are its categories"."""
     suffix = settings.topic_suffix
     spec = suffixed(SERVICES["elicitor"], suffix)
@@ -34,13 +62,22 @@ def build_router(settings: ElicitorSettings, personas: PersonaDirectory) -> Kafk
         pb.Traffic,
         max_event_bytes=settings.kafka.max_event_bytes,
         app_known=personas.knows,
+        scrub=lambda data: redacted_traffic_bytes(policies, data),
     )
-    async def elicit(event: pb.Traffic) -> Emit:
-        matcher = personas.matcher(event.meta.app)
+    async def elicit(raw: pb.Traffic) -> Emit | None:
+        event = policies.redact(raw, where="elicitor")
+        app = event.meta.app
+        reason = gate.admit(policies.policy(app).shadow, event)
+        if reason is not None:
+            TRAFFIC_SHED.labels(app, reason).inc()
+            log.debug("case %s shed: %s", event.meta.case_id, reason)
+            return None
+        TRAFFIC_ADMITTED.labels(app).inc()
+        matcher = personas.matcher(app)
         if matcher is None:
             raise BadEventError(
                 "no_persona_categories",
-                f"app {event.meta.app!r} has a corpus but no persona documents, so the user "
+                f"app {app!r} has a corpus but no persona documents, so the user "
                 "cannot be mapped to a persona; add them (kind: persona) with `reag corpus add`",
             )
         intention, match = intention_from_traffic(event, matcher)

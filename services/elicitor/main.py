@@ -1,4 +1,4 @@
-"""Wiring of the elicitor: settings, the corpus store's persona categories, the router."""
+"""Wiring of the elicitor: settings, the store's persona categories and traffic policies."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ from faststream.asgi import AsgiFastStream
 
 from reag.corpus.store import CorpusStore
 from reag.elicitation.directory import PersonaDirectory
+from reag.traffic.policy import PolicyDirectory, PolicyStore
+from reag.traffic.shadow import ShadowGate
+from reag.traffic.spend import SpendStore
 from services.elicitor.handlers import build_router
 from services.elicitor.settings import ElicitorSettings
 from services.kit.app import make_app
@@ -13,6 +16,10 @@ from services.kit.app import make_app
 
 def create_app(settings: ElicitorSettings | None = None) -> AsgiFastStream:
     settings = settings or ElicitorSettings()
-    store = CorpusStore.open(settings.resolved_store_dsn())
+    dsn = settings.resolved_store_dsn()
+    store = CorpusStore.open(dsn)
     personas = PersonaDirectory.from_store(store, ttl_s=settings.persona_cache_s)
-    return make_app("elicitor", settings, [build_router(settings, personas)])
+    policies = PolicyDirectory(PolicyStore.open(dsn), ttl_s=settings.policy_cache_s)
+    spend = SpendStore.open(dsn)
+    gate = ShadowGate(spend.window)
+    return make_app("elicitor", settings, [build_router(settings, personas, policies, gate)])

@@ -16,3 +16,12 @@ class ElicitorSettings(ServiceSettings):
             "again; a re-ingested corpus is seen within this time."
         ),
     )
+    policy_cache_s: float = Field(
+        default=30.0,
+        ge=0,
+        description=(
+            "Seconds an app's traffic policy (redaction, sampling, budgets) is kept before "
+            "the store is read again; `reag corpus add` with a changed manifest is seen "
+            "within this time."
+        ),
+    )

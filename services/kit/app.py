@@ -12,6 +12,7 @@ from prometheus_client import REGISTRY, make_asgi_app
 
 from services.kit.broker import make_broker
 from services.kit.settings import ServiceSettings
+from services.kit.spend import SpendFlusher
 from services.kit.telemetry import configure_logging, configure_tracing
 
 
@@ -29,6 +30,8 @@ def make_app(
     broker = make_broker(settings.kafka, service, tracer_provider=tracer_provider)
     for router in routers:
         broker.include_router(router)
+    # Per-app spend, for the shadow controls' budgets (reag.traffic.spend).
+    flusher = SpendFlusher(service, settings.resolved_store_dsn())
     return AsgiFastStream(
         broker,
         asgi_routes=[
@@ -36,8 +39,8 @@ def make_app(
             ("/healthz", make_ping_asgi(broker, timeout=5.0)),
         ],
         on_startup=on_startup,
-        after_startup=after_startup,
-        on_shutdown=on_shutdown,
+        after_startup=[*after_startup, flusher.start],
+        on_shutdown=[flusher.stop, *on_shutdown],
     )
 
 

@@ -29,6 +29,7 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from reag import metrics
+from reag.llm.accounting import charged_to
 from reag.llm.base import (
     BudgetExceededError,
     LLMError,
@@ -56,6 +57,9 @@ class Emit:
 
 Handler = Callable[[M], Awaitable["Emit | Sequence[Emit] | None"]]
 AppCheck = Callable[[str], bool]
+# Turns an input's bytes into what its dead letter may keep (PII redacted) for the first
+# hop of raw traffic; every later topic holds redacted events only.
+Scrub = Callable[[bytes], bytes]
 
 
 class UndeclaredTopicError(RuntimeError):
@@ -117,6 +121,7 @@ def consume(
     *,
     max_event_bytes: int,
     app_known: AppCheck | None = None,
+    scrub: Scrub | None = None,
     group_id: str | None = None,
     broadcast: bool = False,
     auto_offset_reset: Literal["latest", "earliest", "none"] = "earliest",
@@ -132,6 +137,11 @@ def consume(
     instance read every partition from the beginning without a group, which is
     how judges load the compacted thresholds topic at start and follow it.
 
+    ``scrub``, on a first hop of raw traffic, redacts the bytes a dead letter keeps.
+
+    The LLM calls a handler makes are charged to the event's app, for the shadow
+    controls' spend budgets (reag.traffic.spend).
+
     ``max_poll_interval_ms`` is 30 minutes, not aiokafka's 5: one event can
     hold several local-model calls, and a consumer that exceeds the interval
     loses its partitions and the event is delivered again.
@@ -144,13 +154,17 @@ def consume(
         async def dead_letter(
             record: Any, error_type: str, reason: str, extra: dict[str, str]
         ) -> None:
+            value = record.value or b""
+            if scrub is not None:
+                value = scrub(value)
+                extra = {k: v for k, v in extra.items() if k != "x-reag-llm-output"}
             letter = pb.DeadLetter(
                 service=spec.name,
                 topic=record.topic,
                 partition=record.partition,
                 offset=record.offset,
                 key=record.key or b"",
-                value=record.value or b"",
+                value=value,
                 headers={k: v.decode("utf-8", "replace") for k, v in (record.headers or ())},
                 reason=reason,
                 error_type=error_type,
@@ -191,7 +205,8 @@ def consume(
                         f"app {app!r} has no corpus here; add one with "
                         f"`reag corpus add PATH... --app {app}`",
                     )
-                outputs = _outputs(await handler(event))
+                with charged_to(app):
+                    outputs = _outputs(await handler(event))
             except Exception as exc:  # every failure becomes a dead letter
                 error_type, reason, extra = _classify(exc)
                 if error_type == "processing_error":

@@ -80,6 +80,19 @@ CONSUMER_LAG = Gauge(
     ["service", "topic", "partition"],
 )
 
+# --- The in-app recorder (reag.client), in the app's own process ------------------
+RECORDER_EVENTS = Counter(
+    "reag_recorder_events_total",
+    "Traffic events the app's recorder handled, by outcome (recorded: acknowledged by "
+    "Kafka; sampled_out; dropped_queue_full; failed: invalid, refused or unsent at close).",
+    ["app", "outcome"],
+)
+RECORDER_QUEUE_DEPTH = Gauge(
+    "reag_recorder_queue_depth",
+    "Events in the recorder's queue, waiting for its background producer.",
+    ["app"],
+)
+
 # --- Retrieval and oracles -------------------------------------------------------
 RETRIEVAL_K = Histogram(
     "reag_retrieval_k",
@@ -148,6 +161,25 @@ JUDGE_THRESHOLD_REFUSED = Gauge(
     "1 while the tier refuses the app's published threshold because it was fitted on another "
     "judge identity (model, weights, prompt version, N, K or example sets): it accepts nothing.",
     ["tier", "app"],
+)
+
+# --- Traffic at the door: redaction and shadow controls ---------------------------
+TRAFFIC_ADMITTED = Counter(
+    "reag_traffic_admitted_total",
+    "Live and synthetic cases admitted to the LLM stages.",
+    ["app"],
+)
+TRAFFIC_SHED = Counter(
+    "reag_traffic_shed_total",
+    "Cases shed before any LLM call by the app's shadow controls, by reason "
+    "(sampled_out, rate_limited, budget_usd, budget_compute).",
+    ["app", "reason"],
+)
+REDACTIONS = Counter(
+    "reag_redactions_total",
+    "Items replaced or dropped by PII redaction at the first reag hop, by kind "
+    "(EMAIL, PHONE, CARD, IBAN, IP, custom names, USER_ID, ATTRIBUTE_DROPPED) and where.",
+    ["app", "kind", "where"],
 )
 
 # --- Ledger, reviews, calibration --------------------------------------------------

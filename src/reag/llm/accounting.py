@@ -6,11 +6,18 @@ the spend budget applies to the process as a whole. Every recorded call is
 also exported through the ``reag_llm_*`` metrics declared in ``reag.metrics``.
 Honest cost: a result that took several calls (the sampling fallback, a
 structured-output repair) is recorded with all of them.
+
+Calls made while handling one app's event are also charged to that app
+(``charged_to``), so the shadow controls can hold an app to a spend budget
+across every service (reag.traffic.spend).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from reag.llm.base import Usage
@@ -34,12 +41,35 @@ class Totals:
     latency_s: float = 0.0
 
 
+@dataclass(slots=True)
+class AppSpend:
+    """What one app's events cost since the last drain: USD and model seconds."""
+
+    calls: int = 0
+    cost_usd: float = 0.0
+    compute_s: float = 0.0
+
+
+_CHARGED_APP: ContextVar[str] = ContextVar("reag_charged_app", default="")
+
+
+@contextmanager
+def charged_to(app: str) -> Iterator[None]:
+    """Charges the LLM calls made inside the block (in this task) to ``app``."""
+    token = _CHARGED_APP.set(app)
+    try:
+        yield
+    finally:
+        _CHARGED_APP.reset(token)
+
+
 class CostLedger:
     """Thread-safe: the local provider and the model server record from worker threads."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._totals: dict[tuple[Caller, str], Totals] = {}
+        self._by_app: dict[str, AppSpend] = {}
 
     def record(
         self,
@@ -58,6 +88,12 @@ class CostLedger:
             totals.usage = totals.usage + usage
             totals.cost_usd += cost_usd
             totals.latency_s += latency_s
+            app = _CHARGED_APP.get()
+            if app:
+                spend = self._by_app.setdefault(app, AppSpend())
+                spend.calls += n_calls
+                spend.cost_usd += cost_usd
+                spend.compute_s += latency_s
         labels = (model, caller.service, caller.tier)
         LLM_CALLS.labels(*labels, kind, "ok").inc(n_calls)
         for token_type, count in (
@@ -76,6 +112,12 @@ class CostLedger:
         with self._lock:
             self._totals.setdefault((caller, model), Totals()).failed_calls += 1
         LLM_CALLS.labels(model, caller.service, caller.tier, kind, outcome).inc()
+
+    def drain_by_app(self) -> dict[str, AppSpend]:
+        """Per-app spend since the last drain (the flusher writes it to the SQL store)."""
+        with self._lock:
+            drained, self._by_app = self._by_app, {}
+        return drained
 
     def total_usd(self) -> float:
         with self._lock:

@@ -25,6 +25,8 @@ from reag.llm.fake import FakeProvider
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retriever, RetrieverConfig
+from reag.traffic.policy import FixedPolicies, PolicyDirectory
+from reag.traffic.shadow import ShadowGate, no_spend
 from reag.v1 import events_pb2 as pb
 from services.elicitor.handlers import build_router as elicitor_router
 from services.elicitor.settings import ElicitorSettings
@@ -127,7 +129,14 @@ async def pipeline(kafka_bootstrap: str, example_corpus: list[Document]) -> Asyn
     writer = OracleWriter(LLMClient(FakeProvider(chat_script=oracle_script)))
     broker = make_broker(kafka, f"pipeline{topic_suffix}")
     shared = {"kafka": kafka, "topic_suffix": topic_suffix}
-    broker.include_router(elicitor_router(ElicitorSettings.model_validate(shared), personas))
+    broker.include_router(
+        elicitor_router(
+            ElicitorSettings.model_validate(shared),
+            personas,
+            PolicyDirectory(FixedPolicies()),
+            ShadowGate(no_spend),
+        )
+    )
     broker.include_router(retriever_router(RetrieverSettings.model_validate(shared), retriever))
     broker.include_router(oracle_router(OracleSettings.model_validate(shared), writer))
     async with broker:

@@ -5,6 +5,7 @@ Mechanics only: the LLM is a ``FakeProvider`` and the corpus a list in memory.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +22,8 @@ from reag.llm.fake import FakeProvider
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retriever, RetrieverConfig
+from reag.traffic.policy import FixedPolicies, PolicyDirectory
+from reag.traffic.shadow import ShadowGate, no_spend
 from reag.v1 import events_pb2 as pb
 from services.elicitor.handlers import build_router as elicitor_router
 from services.elicitor.settings import ElicitorSettings
@@ -117,12 +120,60 @@ def directory(corpus: list[Document]) -> PersonaDirectory:
     )
 
 
+async def test_elicitor_redacts_first_sheds_by_policy_and_scrubs_its_dead_letters() -> None:
+    """The first hop of raw traffic: nothing past it carries the canaries, shed cases
+    are counted by reason, and a dead letter keeps a redacted, still parseable event."""
+    from reag.metrics import TRAFFIC_SHED
+    from reag.traffic.policy import ShadowPolicy, TrafficPolicy
+
+    email, card = "canary.user@example.org", "4111 1111 1111 1111"
+    policies = PolicyDirectory(
+        FixedPolicies({"sampled": TrafficPolicy(shadow=ShadowPolicy(sample_rate=0.0))})
+    )
+    corpus = [*CORPUS, *(dataclasses.replace(d, app="sampled") for d in CORPUS)]
+    router = elicitor_router(
+        ElicitorSettings(topic_suffix=SUFFIX), directory(corpus), policies, ShadowGate(no_spend)
+    )
+    broker, sink = broker_with(router, {"reag.intentions.v1" + SUFFIX: pb.Intention})
+    shed_before = TRAFFIC_SHED.labels("sampled", "sampled_out")._value.get()
+    events = [
+        traffic("r1"),
+        traffic("r2", app="sampled"),
+        traffic("r3", app="nobody"),
+    ]
+    events[0].query = f"Mail {email}, card {card}: can I drink this?"
+    events[2].query = f"I am {email}"
+    events[0].profile.attributes["contact"] = email
+    async with TestKafkaBroker(broker) as test_broker:
+        for event in events:
+            await test_broker.publish(
+                event.SerializeToString(),
+                "reag.traffic.v1" + SUFFIX,
+                key=event.meta.case_id.encode(),
+            )
+    (intention,) = sink.got["reag.intentions.v1" + SUFFIX]
+    raw = intention.SerializeToString()
+    assert email.encode() not in raw
+    assert card.encode() not in raw
+    assert b"[REDACTED:EMAIL]" in raw
+    assert TRAFFIC_SHED.labels("sampled", "sampled_out")._value.get() == shed_before + 1
+    (letter,) = sink.got[DLQ]
+    assert letter.error_type == "unknown_app"
+    assert email.encode() not in letter.SerializeToString()
+    assert pb.Traffic.FromString(letter.value).meta.case_id == "r3"
+
+
 async def test_elicitor_maps_traffic_to_an_intention_and_dead_letters_unknown_apps() -> None:
     corpus = [
         *CORPUS,
         Document(app="bare", kind="requirement", local_id="R", title="R", content="x", source="s"),
     ]
-    router = elicitor_router(ElicitorSettings(topic_suffix=SUFFIX), directory(corpus))
+    router = elicitor_router(
+        ElicitorSettings(topic_suffix=SUFFIX),
+        directory(corpus),
+        PolicyDirectory(FixedPolicies()),
+        ShadowGate(no_spend),
+    )
     broker, sink = broker_with(router, {"reag.intentions.v1" + SUFFIX: pb.Intention})
     async with TestKafkaBroker(broker) as test_broker:
         for event in (traffic("c1"), traffic("c2", app="nobody"), traffic("c3", app="bare")):
