@@ -59,9 +59,21 @@ def add(
         Path | None,
         typer.Option("--manifest", help="An app.yaml whose corpus files are added too."),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Store nothing if any section, row or document would be skipped."
+        ),
+    ] = False,
 ) -> None:
-    """Add documents; every file is checked first and nothing is stored if any is bad."""
-    from reag.corpus.loader import load_sources
+    """Add documents; every file is checked first.
+
+    An empty section or a bad row, section or document is skipped with a warning
+    naming it, and the rest is stored. A bad file (missing, unparseable, a bad
+    CSV header) stores nothing. Exit 0 when documents were stored, 1 when
+    nothing was (a bad file, every part skipped, or a skip under --strict).
+    """
+    from reag.corpus.loader import read_sources
     from reag.corpus.manifest import load_manifest
     from reag.corpus.store import CorpusStore
 
@@ -92,16 +104,20 @@ def add(
         raise typer.Exit(2)
 
     try:
-        documents = load_sources(sources, app_name)
+        corpus = read_sources(sources, app_name, strict=strict)
     except CorpusLoadError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
 
+    for part in corpus.skipped:
+        typer.echo(f"warning: skipped {part}", err=True)
+    documents = corpus.documents
     report = CorpusStore.open(_store_dsn()).add(app_name, documents)
+    skipped = f"; {len(corpus.skipped)} skipped, see the warnings" if corpus.skipped else ""
     typer.echo(
         f"{app_name}: {len(report.added)} added, {len(report.replaced)} replaced, "
         f"{len(report.unchanged)} unchanged ({report.total} documents from "
-        f"{len({d.source for d in documents})} files)"
+        f"{len({d.source for d in documents})} files{skipped})"
     )
 
 

@@ -11,12 +11,13 @@ from reag.corpus.errors import (
     DocumentNotFoundError,
     DuplicateAddressError,
     ManifestError,
+    SkippedPart,
 )
 from reag.corpus.ingest import ingest_manifest
 from reag.corpus.kinds import kind_from_filename, kind_from_section, parse_kind
-from reag.corpus.loader import load_file, load_paths, load_sources
+from reag.corpus.loader import load_file, load_paths, load_sources, read_file, read_sources
 from reag.corpus.manifest import AppManifest, load_manifest
-from reag.corpus.model import KINDS, Document, DocumentKind, corpus_version
+from reag.corpus.model import KINDS, CorpusLoad, Document, DocumentKind, corpus_version
 from reag.corpus.store import AddReport, CorpusStore
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "AppManifest",
     "CorpusError",
     "CorpusFileError",
+    "CorpusLoad",
     "CorpusLoadError",
     "CorpusStore",
     "Document",
@@ -32,6 +34,7 @@ __all__ = [
     "DocumentNotFoundError",
     "DuplicateAddressError",
     "ManifestError",
+    "SkippedPart",
     "corpus_version",
     "ingest_manifest",
     "kind_from_filename",
@@ -41,4 +44,6 @@ __all__ = [
     "load_paths",
     "load_sources",
     "parse_kind",
+    "read_file",
+    "read_sources",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -21,14 +22,42 @@ class CorpusFileError(CorpusError):
         super().__init__(f"{where}: {problem}")
 
 
-class CorpusLoadError(CorpusError):
-    """Several files were checked and at least one is bad; nothing was ingested."""
+@dataclass(frozen=True, slots=True)
+class SkippedPart:
+    """A row, section or document left out while the rest of its file was kept.
 
-    def __init__(self, errors: Sequence[CorpusFileError]) -> None:
+    ``problem`` names the part (its heading, subsection or id) and what is wrong
+    with it, never its content: a corpus may hold text that should not end up in
+    logs or CI output, and the name is what an author needs to find the part.
+    """
+
+    path: str
+    problem: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.problem}"
+
+
+class CorpusLoadError(CorpusError):
+    """Several files were checked and nothing was ingested: a file is bad, or nothing was left.
+
+    ``skipped`` lists the parts that were left out before the load was refused,
+    so a report shows every reason at once.
+    """
+
+    def __init__(
+        self, errors: Sequence[CorpusFileError], skipped: Sequence[SkippedPart] = ()
+    ) -> None:
         self.errors = list(errors)
+        self.skipped = list(skipped)
         lines = "\n".join(f"  {e}" for e in self.errors)
         noun = "file has" if len({e.path for e in self.errors}) == 1 else "files have"
-        super().__init__(f"nothing was ingested; {noun} problems:\n{lines}")
+        message = f"nothing was ingested; {noun} problems:\n{lines}"
+        if self.skipped:
+            message += "\nskipped:\n" + "\n".join(f"  {s}" for s in self.skipped)
+        super().__init__(message)
 
 
 class DuplicateAddressError(CorpusError):

@@ -10,9 +10,10 @@ from reag.corpus.store import AddReport, CorpusStore
 
 
 def ingest_manifest(manifest_path: Path, store: CorpusStore) -> AddReport:
-    """Adds every corpus file the manifest lists, all or nothing.
+    """Adds every corpus file the manifest lists; skipped parts are logged as warnings.
 
-    Raises ``ManifestError`` or ``CorpusLoadError`` before touching the store.
+    Raises ``ManifestError`` or ``CorpusLoadError`` (a bad file, or nothing
+    left to ingest) before touching the store.
     """
     manifest = load_manifest(manifest_path)
     documents = load_sources(manifest.corpus_paths(), manifest.name)

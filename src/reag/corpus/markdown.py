@@ -5,6 +5,11 @@ Front matter (a YAML block between ``---`` lines at the top) may declare the
 the first ``## `` heading is an introduction for human readers and is not
 ingested, unless the file has no such heading: then the whole file is one
 document named after the file.
+
+A section that cannot become a document (no content, a heading without an id,
+a second heading with the same id) is skipped and named by its line and
+heading; the file's other sections are kept. Problems of the whole file (its
+front matter, its kind, another app's file) refuse the file.
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ from typing import Any
 
 import yaml
 
-from reag.corpus.errors import CorpusFileError
+from reag.corpus.errors import CorpusFileError, SkippedPart
 from reag.corpus.kinds import kind_from_filename, parse_kind
-from reag.corpus.model import Document, DocumentKind
+from reag.corpus.model import CorpusLoad, Document, DocumentKind
 from reag.corpus.naming import id_for_heading, slugify, split_heading
 
 _H2 = re.compile(r"^##[ \t]+(?P<text>.+?)[ \t]*#*[ \t]*$")
@@ -76,7 +81,7 @@ def _resolve_kind(path: Path, declared: Any, override: DocumentKind | None) -> D
     return inferred
 
 
-def load_markdown(path: Path, app: str, *, kind: DocumentKind | None = None) -> list[Document]:
+def load_markdown(path: Path, app: str, *, kind: DocumentKind | None = None) -> CorpusLoad:
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
     meta, start = _front_matter(path, lines)
@@ -90,7 +95,50 @@ def load_markdown(path: Path, app: str, *, kind: DocumentKind | None = None) -> 
             line=1,
         )
 
-    sections: list[tuple[int, str, list[str]]] = []  # (1-based line, heading, body lines)
+    sections, preamble = _split(lines, start)
+    if not sections:
+        whole = _whole_file(path, app, doc_kind, preamble, meta)
+        if isinstance(whole, SkippedPart):
+            return CorpusLoad([], [whole])
+        return CorpusLoad([whole])
+
+    loaded = CorpusLoad()
+    seen: dict[str, int] = {}
+    for number, heading, body in sections:
+        local_id = id_for_heading(heading)
+        content = "\n".join(body).strip()
+        problem = None
+        if not local_id:
+            problem = f"heading {heading!r} has no letters or digits to make an id from"
+        elif not content:
+            problem = f"section {heading!r} has no content"
+        elif local_id in seen:
+            problem = (
+                f"duplicate address {doc_kind}/{local_id}: the heading on line "
+                f"{seen[local_id]} has the same id"
+            )
+        if problem is not None:
+            loaded.skipped.append(SkippedPart(str(path), problem, number))
+            continue
+        seen[local_id] = number
+        _, title = split_heading(heading)
+        loaded.documents.append(
+            Document(
+                app=app,
+                kind=doc_kind,
+                local_id=local_id,
+                title=title,
+                content=content,
+                source=str(path),
+                metadata={**meta, "line": number},
+            )
+        )
+    return loaded
+
+
+def _split(lines: list[str], start: int) -> tuple[list[tuple[int, str, list[str]]], list[str]]:
+    """``(1-based line, heading, body lines)`` per level-2 section, and the text before them."""
+    sections: list[tuple[int, str, list[str]]] = []
     preamble: list[str] = []
     in_fence = False
     for number, line in enumerate(lines[start:], start=start + 1):
@@ -103,52 +151,16 @@ def load_markdown(path: Path, app: str, *, kind: DocumentKind | None = None) -> 
             sections[-1][2].append(line)
         else:
             preamble.append(line)
-
-    if not sections:
-        return [_whole_file(path, app, doc_kind, preamble, meta)]
-
-    documents: list[Document] = []
-    seen: dict[str, int] = {}
-    for number, heading, body in sections:
-        local_id = id_for_heading(heading)
-        if not local_id:
-            raise CorpusFileError(
-                path,
-                f"heading {heading!r} has no letters or digits to make an id from",
-                line=number,
-            )
-        if local_id in seen:
-            raise CorpusFileError(
-                path,
-                f"duplicate address {doc_kind}/{local_id}: the heading on line "
-                f"{seen[local_id]} has the same id",
-                line=number,
-            )
-        seen[local_id] = number
-        content = "\n".join(body).strip()
-        if not content:
-            raise CorpusFileError(path, f"section {heading!r} has no content", line=number)
-        _, title = split_heading(heading)
-        documents.append(
-            Document(
-                app=app,
-                kind=doc_kind,
-                local_id=local_id,
-                title=title,
-                content=content,
-                source=str(path),
-                metadata={**meta, "line": number},
-            )
-        )
-    return documents
+    return sections, preamble
 
 
 def _whole_file(
     path: Path, app: str, kind: DocumentKind, body: list[str], meta: dict[str, Any]
-) -> Document:
+) -> Document | SkippedPart:
+    """The file as one document; an empty file is skipped like an empty section."""
     content = "\n".join(body).strip()
     if not content:
-        raise CorpusFileError(path, "the file has no content")
+        return SkippedPart(str(path), "the file has no content")
     title = path.stem.replace("_", " ")
     for line in body:
         h1 = _H1.match(line)

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from reag.corpus.errors import SkippedPart
+
 DocumentKind = Literal[
     "requirement", "user_story", "persona", "domain_knowledge", "background", "nfr"
 ]
@@ -53,3 +55,20 @@ def corpus_version(documents: Iterable[Document]) -> str:
     for address, content_hash in sorted((d.address, d.content_hash) for d in documents):
         digest.update(f"{address}\x1f{content_hash}\x1e".encode())
     return digest.hexdigest()[:16]
+
+
+@dataclass(slots=True)
+class CorpusLoad:
+    """What reading corpus files produced: the documents kept and the parts left out.
+
+    Real SRS exports have empty sections and the odd malformed row; a load keeps
+    the rest of the file and says what it skipped and why, so one bad row costs
+    that row and the author still sees it.
+    """
+
+    documents: list[Document] = field(default_factory=list)
+    skipped: list[SkippedPart] = field(default_factory=list)
+
+    def extend(self, other: CorpusLoad) -> None:
+        self.documents.extend(other.documents)
+        self.skipped.extend(other.skipped)

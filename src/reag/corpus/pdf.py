@@ -13,7 +13,7 @@ from pathlib import Path
 
 from reag.corpus.errors import CorpusFileError
 from reag.corpus.kinds import kind_from_filename
-from reag.corpus.model import Document, DocumentKind
+from reag.corpus.model import CorpusLoad, Document, DocumentKind
 from reag.corpus.naming import slugify
 
 _HEADING = re.compile(
@@ -54,7 +54,7 @@ def extract_text(path: Path) -> str:
     return text
 
 
-def load_pdf(path: Path, app: str, *, kind: DocumentKind | None = None) -> list[Document]:
+def load_pdf(path: Path, app: str, *, kind: DocumentKind | None = None) -> CorpusLoad:
     doc_kind = kind or kind_from_filename(path.stem)
     if doc_kind is None:
         raise CorpusFileError(
@@ -77,16 +77,15 @@ def load_pdf(path: Path, app: str, *, kind: DocumentKind | None = None) -> list[
 
     if not sections:
         local_id = slugify(path.stem)
-        return [
-            Document(
-                app=app,
-                kind=doc_kind,
-                local_id=local_id,
-                title=path.stem,
-                content="\n".join(preamble).strip(),
-                source=str(path),
-            )
-        ]
+        whole = Document(
+            app=app,
+            kind=doc_kind,
+            local_id=local_id,
+            title=path.stem,
+            content="\n".join(preamble).strip(),
+            source=str(path),
+        )
+        return CorpusLoad([whole])
 
     documents: list[Document] = []
     seen: set[str] = set()
@@ -112,4 +111,4 @@ def load_pdf(path: Path, app: str, *, kind: DocumentKind | None = None) -> list[
         )
     if not documents:
         raise CorpusFileError(path, "the PDF's headings have no text under them")
-    return documents
+    return CorpusLoad(documents)

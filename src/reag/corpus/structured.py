@@ -4,6 +4,11 @@ Accepted shapes::
 
     {kind: persona, documents: [{id, title, content, kind?, metadata?}, ...]}
     [{id, kind, title, content, metadata?}, ...]
+
+Each document is checked on its own: one without content, kind or a valid
+field is skipped and named by its position and id, and the file's other
+documents are kept. Problems of the whole file (unparseable, not a list of
+documents, another app's file) refuse the file.
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from reag.corpus.errors import CorpusFileError
+from reag.corpus.errors import CorpusFileError, SkippedPart
 from reag.corpus.kinds import kind_from_filename, parse_kind
-from reag.corpus.model import Document, DocumentKind
+from reag.corpus.model import CorpusLoad, Document, DocumentKind
 
 
 def _kind(value: Any) -> DocumentKind | None:
@@ -40,7 +45,9 @@ class DocumentEntry(BaseModel):
     id: str = Field(min_length=1, description="Local id, unique per kind within the app.")
     kind: DocumentKind | None = None
     title: str = ""
-    content: str = Field(min_length=1)
+    # Empty or absent content is checked after validation, so its message can say
+    # "has no content" (as Markdown and CSV do) rather than quote a pydantic rule.
+    content: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("id", mode="before")
@@ -61,7 +68,8 @@ class CorpusFile(BaseModel):
 
     kind: DocumentKind | None = None
     app: str | None = None
-    documents: list[DocumentEntry]
+    # Validated one by one (``DocumentEntry``), so one bad document costs only itself.
+    documents: list[Any]
 
     @field_validator("kind", mode="before")
     @classmethod
@@ -87,13 +95,17 @@ def _parse(path: Path) -> Any:
 
 def _where(loc: tuple[int | str, ...]) -> str:
     parts = [str(p) for p in loc]
-    if len(parts) >= 2 and parts[0] == "documents":
-        rest = ".".join(parts[2:])
-        return f"document #{int(parts[1]) + 1}" + (f" field {rest!r}" if rest else "")
     return f"field {'.'.join(parts)!r}" if parts else "the file"
 
 
-def load_structured(path: Path, app: str, *, kind: DocumentKind | None = None) -> list[Document]:
+def _name(index: int, raw: Any) -> str:
+    """``document #3`` or ``document #3 ('P1')``: the position, and the id when it has one."""
+    ident = raw.get("id") if isinstance(raw, dict) else None
+    shown = f" ({str(ident).strip()!r})" if isinstance(ident, (int, str)) and ident != "" else ""
+    return f"document #{index}{shown}"
+
+
+def load_structured(path: Path, app: str, *, kind: DocumentKind | None = None) -> CorpusLoad:
     data = _parse(path)
     if isinstance(data, list):
         data = {"documents": data}
@@ -106,41 +118,61 @@ def load_structured(path: Path, app: str, *, kind: DocumentKind | None = None) -
     except ValidationError as exc:
         first = exc.errors()[0]
         raise CorpusFileError(path, f"{_where(first['loc'])}: {first['msg']}") from exc
-    if not parsed.documents:
-        raise CorpusFileError(path, "the file lists no documents")
     if parsed.app is not None and parsed.app != app:
         raise CorpusFileError(
             path,
             f"the file says app {parsed.app!r} but the documents are being added to app {app!r}",
         )
+    loaded = CorpusLoad()
+    if not parsed.documents:
+        loaded.skipped.append(SkippedPart(str(path), "the file lists no documents"))
+        return loaded
     shared = dict(parsed.model_extra or {})
 
-    documents: list[Document] = []
     seen: dict[str, int] = {}
     fallback = parsed.kind or kind or kind_from_filename(path.stem)
-    for index, entry in enumerate(parsed.documents, start=1):
+    for index, raw in enumerate(parsed.documents, start=1):
+        name = _name(index, raw)
+        try:
+            entry = DocumentEntry.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = f" {_where(first['loc'])}" if first["loc"] else ""
+            # pydantic's ``msg`` names the rule, not the value, so no content is echoed.
+            loaded.skipped.append(SkippedPart(str(path), f"{name}{where}: {first['msg']}"))
+            continue
         doc_kind = entry.kind or fallback
+        content = entry.content.strip()
+        if not content:
+            loaded.skipped.append(SkippedPart(str(path), f"{name} has no content"))
+            continue
         if doc_kind is None:
-            raise CorpusFileError(
-                path,
-                f"document #{index} ({entry.id!r}) has no kind: give it 'kind:', set "
-                "'kind:' at the top of the file, or pass --kind",
+            loaded.skipped.append(
+                SkippedPart(
+                    str(path),
+                    f"{name} has no kind: give it 'kind:', set 'kind:' at the top of the "
+                    "file, or pass --kind",
+                )
             )
+            continue
         document = Document(
             app=app,
             kind=doc_kind,
             local_id=entry.id,
             title=entry.title or entry.id,
-            content=entry.content.strip(),
+            content=content,
             source=str(path),
             metadata={**shared, **entry.metadata},
         )
         if document.address in seen:
-            raise CorpusFileError(
-                path,
-                f"duplicate address {document.address}: documents "
-                f"#{seen[document.address]} and #{index}",
+            loaded.skipped.append(
+                SkippedPart(
+                    str(path),
+                    f"duplicate address {document.address}: documents "
+                    f"#{seen[document.address]} and #{index}",
+                )
             )
+            continue
         seen[document.address] = index
-        documents.append(document)
-    return documents
+        loaded.documents.append(document)
+    return loaded

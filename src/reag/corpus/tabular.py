@@ -4,6 +4,11 @@ This is also what the requirements-drafting agents write, with IEEE 830 /
 ISO 29148 section titles; ``reag.corpus.kinds`` maps a section title to a
 document kind. Rows sharing a (section kind, subsection) are one document
 whose paragraphs arrive row by row, so they are merged in file order.
+
+A bad row (no content, an unknown section, an id clash, too many fields) is
+skipped and named by its line and subsection; the other rows are kept. Only a
+problem with the file itself (its header, its encoding, CSV it cannot parse)
+refuses the file.
 """
 
 from __future__ import annotations
@@ -12,9 +17,9 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reag.corpus.errors import CorpusFileError
+from reag.corpus.errors import CorpusFileError, SkippedPart
 from reag.corpus.kinds import kind_from_section
-from reag.corpus.model import Document, DocumentKind
+from reag.corpus.model import CorpusLoad, Document, DocumentKind
 from reag.corpus.naming import id_for_heading, split_heading
 
 REQUIRED_COLUMNS = ("section", "subsection", "content")
@@ -32,7 +37,7 @@ class _Pending:
     rows: list[int] = field(default_factory=list)
 
 
-def load_csv(path: Path, app: str, *, kind: DocumentKind | None = None) -> list[Document]:
+def load_csv(path: Path, app: str, *, kind: DocumentKind | None = None) -> CorpusLoad:
     """``kind`` is unused: every row's kind comes from its section title."""
     del kind
     with path.open(encoding="utf-8-sig", newline="") as handle:
@@ -49,15 +54,19 @@ def load_csv(path: Path, app: str, *, kind: DocumentKind | None = None) -> list[
         reader.fieldnames = header
         pending: dict[tuple[str, str], _Pending] = {}
         subsection_of: dict[tuple[str, str], str] = {}
+        skipped: list[SkippedPart] = []
         try:
             for row in reader:
                 number = reader.line_num
-                _add_row(path, row, number, pending, subsection_of)
+                try:
+                    _add_row(path, row, number, pending, subsection_of)
+                except CorpusFileError as exc:
+                    skipped.append(SkippedPart(exc.path, exc.problem, exc.line))
         except csv.Error as exc:
             raise CorpusFileError(path, f"unreadable CSV: {exc}", line=reader.line_num) from exc
-    if not pending:
-        raise CorpusFileError(path, "the CSV has a header but no rows")
-    return [
+    if not pending and not skipped:
+        skipped.append(SkippedPart(str(path), "the CSV has a header but no rows"))
+    documents = [
         Document(
             app=app,
             kind=p.kind,
@@ -69,6 +78,7 @@ def load_csv(path: Path, app: str, *, kind: DocumentKind | None = None) -> list[
         )
         for p in pending.values()
     ]
+    return CorpusLoad(documents, skipped)
 
 
 def _add_row(
@@ -78,6 +88,7 @@ def _add_row(
     pending: dict[tuple[str, str], _Pending],
     subsection_of: dict[tuple[str, str], str],
 ) -> None:
+    """Adds one row, or raises ``CorpusFileError`` naming it before anything is changed."""
     if None in row:
         raise CorpusFileError(path, "row has more fields than the header", line=number)
     section = str(row.get("section") or "").strip()
@@ -86,9 +97,11 @@ def _add_row(
     if not (section or subsection or content):
         return  # blank line in a spreadsheet export
     if not section:
-        raise CorpusFileError(path, "row has no section", line=number)
+        named = f" {subsection!r}" if subsection else ""
+        raise CorpusFileError(path, f"row{named} has no section", line=number)
     if not content:
-        raise CorpusFileError(path, f"row {subsection or section!r} has no content", line=number)
+        named = f"subsection {subsection!r} of section" if subsection else "section"
+        raise CorpusFileError(path, f"row of {named} {section!r} has no content", line=number)
     kind = kind_from_section(section)
     if kind is None:
         raise CorpusFileError(

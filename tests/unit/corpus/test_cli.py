@@ -48,12 +48,58 @@ def test_a_bad_file_fails_the_command_and_keeps_the_previous_corpus(
     assert CliRunner().invoke(cli, ["corpus", "add", str(first), "--app", "nutri"]).exit_code == 0
 
     changed = write("requirements.md", "## FR-1 Upload\nChanged.\n\n## FR-9 New\nNew.\n")
-    bad = write("srs.csv", "section,subsection,content\nWishlist,W-1,pony\n")
+    bad = write("srs.csv", "heading,text\nWishlist,pony\n")
     result = CliRunner().invoke(cli, ["corpus", "add", str(changed), str(bad), "--app", "nutri"])
     assert result.exit_code == 1
     assert str(bad) in result.stderr
-    assert "unknown section 'Wishlist'" in result.stderr
+    assert "bad CSV header" in result.stderr
     assert [(d["address"], d["content"]) for d in listed(cli)] == [("requirement/FR-1", "Photos.")]
+
+
+def test_skipped_rows_are_reported_and_the_rest_is_stored(cli: typer.Typer, write: Write) -> None:
+    srs = write(
+        "srs.csv",
+        "section,subsection,content\n"
+        "Functional Requirements,FR-1 Upload,Photos.\n"
+        "Functional Requirements,FR-2 Flags,\n"
+        "Wishlist,W-1 Pony,a private wish\n",
+    )
+    result = CliRunner().invoke(cli, ["corpus", "add", str(srs), "--app", "nutri"])
+    assert result.exit_code == 0, result.output
+    assert "1 added" in result.stdout
+    assert "2 skipped" in result.stdout
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: skipped {srs}:3: row of subsection 'FR-2 Flags' of section "
+        "'Functional Requirements' has no content",
+        f"warning: skipped {srs}:4: unknown section 'Wishlist': name it after a document kind "
+        "(e.g. 'Functional Requirements', 'User Stories', 'Personas', 'Domain Knowledge', "
+        "'Background', 'Non-Functional Requirements'); see docs/retrieval.md",
+    ]
+    assert "private" not in result.output
+    assert [d["address"] for d in listed(cli)] == ["requirement/FR-1"]
+
+
+def test_nothing_left_to_ingest_exits_1(cli: typer.Typer, write: Write) -> None:
+    srs = write("srs.csv", "section,subsection,content\nFunctional Requirements,FR-2 Flags,\n")
+    result = CliRunner().invoke(cli, ["corpus", "add", str(srs), "--app", "nutri"])
+    assert result.exit_code == 1
+    assert "nothing was ingested" in result.stderr
+    assert "FR-2 Flags" in result.stderr
+    assert listed(cli) == []
+
+
+def test_strict_stores_nothing_when_a_row_would_be_skipped(cli: typer.Typer, write: Write) -> None:
+    srs = write(
+        "srs.csv",
+        "section,subsection,content\n"
+        "Functional Requirements,FR-1 Upload,Photos.\n"
+        "Functional Requirements,FR-2 Flags,\n",
+    )
+    result = CliRunner().invoke(cli, ["corpus", "add", str(srs), "--app", "nutri", "--strict"])
+    assert result.exit_code == 1
+    assert f"{srs}:3: row of subsection 'FR-2 Flags'" in result.stderr
+    assert listed(cli) == []
 
 
 def test_manifest_adds_its_corpus_files_relative_to_itself(cli: typer.Typer, write: Write) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from reag.corpus import CorpusLoadError, load_paths
+from reag.corpus import CorpusLoadError, load_paths, read_sources
 
 Write = Callable[[str, str], Path]
 
@@ -28,14 +28,62 @@ def test_every_bad_file_is_reported_and_nothing_returned(write: Write) -> None:
     assert "nothing was ingested" in str(info.value)
 
 
-def test_duplicate_address_across_files_names_both(write: Write) -> None:
+def test_duplicate_address_across_files_keeps_the_first_and_names_it(write: Write) -> None:
     first = write("requirements.md", "## FR-1 A\nx\n")
-    second = write("more_requirements.md", "## FR-1 B\ny\n")
+    second = write("more_requirements.md", "## FR-2 B\ny\n\n## FR-1 C\nz\n")
+    loaded = read_sources([(first, None), (second, None)], "nutri")
+    assert [(d.address, d.content) for d in loaded.documents] == [
+        ("requirement/FR-1", "x"),
+        ("requirement/FR-2", "y"),
+    ]
+    [skip] = loaded.skipped
+    assert (skip.path, skip.line) == (str(second), 4)
+    assert str(first) in skip.problem
+
+
+def test_bad_rows_cost_the_row_and_the_load_carries_what_was_skipped(write: Write) -> None:
+    md = write("requirements.md", "## FR-1 A\n\n## FR-2 B\nx\n")
+    csv = write("srs.csv", "section,subsection,content\nScope,S,Body.\nWishlist,W-1,pony\n")
+    yaml = write("personas.yaml", "- {id: P1}\n- {id: P2, content: y}\n")
+    loaded = read_sources([(md, None), (csv, None), (yaml, None)], "nutri")
+    assert sorted(d.address for d in loaded.documents) == [
+        "background/s",
+        "persona/P2",
+        "requirement/FR-2",
+    ]
+    assert [(s.path, s.line) for s in loaded.skipped] == [
+        (str(md), 1),
+        (str(csv), 3),
+        (str(yaml), None),
+    ]
+
+
+def test_strict_refuses_a_load_with_any_skipped_part(write: Write) -> None:
+    md = write("requirements.md", "## FR-1 A\n\n## FR-2 B\nx\n")
     with pytest.raises(CorpusLoadError) as info:
-        load_paths([first, second], "nutri")
+        read_sources([(md, None)], "nutri", strict=True)
     [error] = info.value.errors
-    assert error.path == str(second)
-    assert str(first) in error.problem
+    assert (error.path, error.line) == (str(md), 1)
+    assert "has no content" in error.problem
+
+
+def test_nothing_left_after_skipping_is_refused_with_every_reason(write: Write) -> None:
+    md = write("requirements.md", "## FR-1 A\n\n## FR-2 B\n")
+    with pytest.raises(CorpusLoadError) as info:
+        read_sources([(md, None)], "nutri")
+    assert "no document left to ingest" in info.value.errors[0].problem
+    assert [s.line for s in info.value.skipped] == [1, 3]
+    assert "nothing was ingested" in str(info.value)
+    assert "section 'FR-2 B' has no content" in str(info.value)
+
+
+def test_a_bad_file_still_refuses_everything_and_reports_the_skips_too(write: Write) -> None:
+    good = write("requirements.md", "## FR-1 A\nx\n\n## FR-2 B\n")
+    bad = write("srs.csv", "heading,text\nA,B\n")
+    with pytest.raises(CorpusLoadError) as info:
+        read_sources([(good, None), (bad, None)], "nutri")
+    assert [e.path for e in info.value.errors] == [str(bad)]
+    assert [s.line for s in info.value.skipped] == [4]
 
 
 def test_missing_and_unsupported_files(tmp_path: Path, write: Write) -> None:

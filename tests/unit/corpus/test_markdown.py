@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from reag.corpus import CorpusFileError, load_file
+from reag.corpus import CorpusFileError, load_file, read_file
 
 Write = Callable[[str, str], Path]
 
@@ -92,14 +92,16 @@ def test_headings_inside_code_fences_do_not_split(write: Write) -> None:
     assert "## not a heading" in doc.content
 
 
-def test_duplicate_address_names_both_lines(write: Write) -> None:
+def test_duplicate_address_skips_the_later_section_naming_both_lines(write: Write) -> None:
     path = write("requirements.md", "## FR-1 A\nx\n\n## FR-1 B\ny\n")
-    with pytest.raises(CorpusFileError) as info:
-        load_file(path, "nutri")
-    assert info.value.line == 4
-    assert "duplicate address requirement/FR-1" in info.value.problem
-    assert "line 1" in info.value.problem
-    assert str(path) in str(info.value)
+    loaded = read_file(path, "nutri")
+    [doc] = loaded.documents
+    assert (doc.title, doc.content) == ("A", "x")
+    [skip] = loaded.skipped
+    assert skip.line == 4
+    assert "duplicate address requirement/FR-1" in skip.problem
+    assert "line 1" in skip.problem
+    assert str(path) in str(skip)
 
 
 def test_malformed_front_matter_reports_file_and_line(write: Write) -> None:
@@ -117,7 +119,44 @@ def test_unknown_front_matter_kind_is_an_error(write: Write) -> None:
         load_file(path, "nutri")
 
 
-def test_empty_section_is_an_error(write: Write) -> None:
-    with pytest.raises(CorpusFileError, match="has no content") as info:
-        load_file(write("requirements.md", "## FR-1 A\n\n## FR-2 B\nx\n"), "nutri")
-    assert info.value.line == 1
+def test_empty_section_is_skipped_and_the_rest_kept(write: Write) -> None:
+    path = write("requirements.md", "## FR-1 A\n\n## FR-2 B\nx\n## FR-3 C\n   \n## FR-4 D\ny\n")
+    loaded = read_file(path, "nutri")
+    assert [d.address for d in loaded.documents] == ["requirement/FR-2", "requirement/FR-4"]
+    assert [(s.line, s.problem) for s in loaded.skipped] == [
+        (1, "section 'FR-1 A' has no content"),
+        (5, "section 'FR-3 C' has no content"),
+    ]
+
+
+def test_an_empty_section_does_not_claim_its_id(write: Write) -> None:
+    """A stub heading left empty, then filled in further down: the filled one is kept."""
+    loaded = read_file(write("requirements.md", "## FR-1 Stub\n\n## FR-1 Real\nx\n"), "nutri")
+    [doc] = loaded.documents
+    assert doc.title == "Real"
+    assert [s.line for s in loaded.skipped] == [1]
+
+
+def test_heading_without_an_id_is_skipped(write: Write) -> None:
+    loaded = read_file(write("requirements.md", "## !!!\nx\n## FR-1 A\ny\n"), "nutri")
+    assert [d.address for d in loaded.documents] == ["requirement/FR-1"]
+    assert "has no letters or digits" in loaded.skipped[0].problem
+
+
+def test_an_empty_file_is_skipped(write: Write) -> None:
+    loaded = read_file(write("background.md", "\n\n"), "nutri")
+    assert loaded.documents == []
+    assert [s.problem for s in loaded.skipped] == ["the file has no content"]
+
+
+def test_load_file_logs_skipped_sections_by_name_not_content(
+    write: Write, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = write("requirements.md", "## FR-1 A\n\n## FR-1 B\nkept body\n## FR-1 C\nsecret body\n")
+    with caplog.at_level("WARNING", logger="reag.corpus"):
+        docs = load_file(path, "nutri")
+    assert [d.title for d in docs] == ["B"]
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2
+    assert all(m.startswith(f"skipped {path}:") for m in messages)
+    assert not any("body" in m for m in messages)

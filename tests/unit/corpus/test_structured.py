@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from reag.corpus import CorpusFileError, load_file
+from reag.corpus import CorpusFileError, load_file, read_file
 
 Write = Callable[[str, str], Path]
 
@@ -49,28 +49,62 @@ def test_malformed_json_names_line(write: Write) -> None:
     assert info.value.line == 2
 
 
-def test_missing_content_names_the_document(write: Write) -> None:
-    path = write("personas.yaml", "documents:\n  - {id: P1, title: Elderly}\n")
-    with pytest.raises(CorpusFileError, match="document #1 field 'content'"):
-        load_file(path, "nutri")
+def test_missing_or_empty_content_skips_the_document_by_position_and_id(write: Write) -> None:
+    path = write(
+        "personas.yaml",
+        "documents:\n"
+        "  - {id: P1, title: Elderly}\n"
+        "  - {id: P2, content: '  '}\n"
+        "  - {id: P3, content: Aged 30.}\n",
+    )
+    loaded = read_file(path, "nutri")
+    assert [d.address for d in loaded.documents] == ["persona/P3"]
+    assert [s.problem for s in loaded.skipped] == [
+        "document #1 ('P1') has no content",
+        "document #2 ('P2') has no content",
+    ]
 
 
-def test_document_without_any_kind_is_an_error(write: Write) -> None:
-    path = write("misc.yaml", "- {id: A, content: x}\n")
-    with pytest.raises(CorpusFileError, match="has no kind"):
-        load_file(path, "nutri")
+def test_document_without_any_kind_is_skipped(write: Write) -> None:
+    path = write("misc.yaml", "- {id: A, content: x}\n- {id: B, kind: persona, content: y}\n")
+    loaded = read_file(path, "nutri")
+    assert [d.address for d in loaded.documents] == ["persona/B"]
+    assert "document #1 ('A') has no kind" in loaded.skipped[0].problem
 
 
-def test_unknown_kind_is_an_error(write: Write) -> None:
-    path = write("misc.yaml", "- {id: A, kind: wish, content: x}\n")
-    with pytest.raises(CorpusFileError, match="unknown kind 'wish'"):
-        load_file(path, "nutri")
+def test_invalid_fields_skip_the_document_without_echoing_its_content(write: Write) -> None:
+    path = write(
+        "misc.yaml",
+        "- {id: A, kind: wish, content: private words}\n"
+        "- {id: B, kind: persona, content: y, colour: red}\n"
+        "- just a string\n"
+        "- {kind: persona, content: no id here}\n"
+        "- {id: C, kind: persona, content: kept}\n",
+    )
+    loaded = read_file(path, "nutri")
+    assert [d.address for d in loaded.documents] == ["persona/C"]
+    problems = [s.problem for s in loaded.skipped]
+    assert len(problems) == 4
+    assert problems[0].startswith("document #1 ('A') field 'kind'")
+    assert "unknown kind 'wish'" in problems[0]
+    assert problems[1].startswith("document #2 ('B') field 'colour'")
+    assert problems[2].startswith("document #3: ")
+    assert problems[3].startswith("document #4 field 'id'")
+    assert not any("private" in p or "no id here" in p for p in problems)
 
 
-def test_duplicate_address_in_one_file(write: Write) -> None:
+def test_duplicate_address_in_one_file_skips_the_later(write: Write) -> None:
     path = write("personas.yaml", "- {id: P1, content: x}\n- {id: P1, content: y}\n")
-    with pytest.raises(CorpusFileError, match=r"duplicate address persona/P1: documents #1 and #2"):
-        load_file(path, "nutri")
+    loaded = read_file(path, "nutri")
+    assert [d.content for d in loaded.documents] == ["x"]
+    assert [s.problem for s in loaded.skipped] == [
+        "duplicate address persona/P1: documents #1 and #2"
+    ]
+
+
+def test_a_file_that_is_not_a_document_list_is_refused(write: Write) -> None:
+    with pytest.raises(CorpusFileError, match="field 'documents'"):
+        load_file(write("personas.yaml", "documents: 5\n"), "nutri")
 
 
 def test_file_level_keys_become_metadata_and_app_is_checked(write: Write) -> None:
