@@ -68,7 +68,3 @@ class CorpusLoad:
 
     documents: list[Document] = field(default_factory=list)
     skipped: list[SkippedPart] = field(default_factory=list)
-
-    def extend(self, other: CorpusLoad) -> None:
-        self.documents.extend(other.documents)
-        self.skipped.extend(other.skipped)
