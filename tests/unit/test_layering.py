@@ -17,6 +17,9 @@ functions. ``bench/`` and ``tests/`` stand outside the house.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+import tomllib
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,6 +103,71 @@ def test_each_floor_imports_nothing_from_a_floor_above_it() -> None:
                 if _is_under(name, banned):
                     offenders.append(f"{path.relative_to(ROOT)}:{line} ({floor}) imports {name}")
     assert not offenders, "\n".join(offenders)
+
+
+# What ``pip install reag[client]`` adds to the core's own dependencies; the OpenTelemetry
+# API is used when the app has it (trace context in headers), never its SDK.
+CLIENT_EXTRA = ("aiokafka", "opentelemetry")
+# Distributions whose import name is not their name with "-" as "_".
+IMPORT_NAMES = {"protobuf": "google", "pyyaml": "yaml", "google-genai": "google"}
+
+
+def _core_import_names() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = set()
+    for requirement in project["dependencies"]:
+        dist = requirement.split(";")[0].split("[")[0]
+        for mark in "<>=!~ ":
+            dist = dist.split(mark)[0]
+        dist = dist.strip().lower()
+        names.add(IMPORT_NAMES.get(dist, dist.replace("-", "_")))
+    return names
+
+
+def _closure(start: set[str], known: set[str]) -> tuple[set[str], set[str]]:
+    """Our modules reached from ``start`` (their packages included) and the outside names
+    they import, deferred imports included."""
+    paths = {_module_name(p): p for p in _python_files()}
+    seen: set[str] = set()
+    outside: set[str] = set()
+    todo = list(start)
+    while todo:
+        module = todo.pop()
+        if module in seen or module not in paths:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+        for _line, name in _imports(paths[module], known):
+            if name.split(".")[0] in ("reag", "services", "shell"):
+                todo += [name, name.rpartition(".")[0]]
+            else:
+                outside.add(name)
+    return seen, outside
+
+
+def test_the_client_reaches_only_the_core_and_its_own_extra() -> None:
+    """``reag.client`` and every module it pulls in, imports inside functions included, stay
+    within the core's dependencies plus aiokafka (and the OpenTelemetry API when present)."""
+    known = _known_modules()
+    client = {m for m in known if _floor(m) == "client"}
+    assert "reag.client" in client
+    reached, outside = _closure(client, known)
+    assert {_floor(m) for m in reached} <= {"core", "client"}
+    allowed = _core_import_names() | set(CLIENT_EXTRA) | set(sys.stdlib_module_names)
+    strays = sorted(n for n in outside if n.split(".")[0] not in allowed)
+    assert not strays, f"reag.client reaches {strays}"
+    assert not [n for n in outside if _is_under(n, "opentelemetry.sdk")]
+
+
+def test_importing_the_client_loads_no_heavy_part() -> None:
+    """The same promise at run time: what ``import reag.client`` actually loads."""
+    heavy = ("faststream", "torch", "llama_cpp", "sentence_transformers", "services", "shell")
+    code = f"import sys, reag.client\nprint(','.join(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == ""
 
 
 def test_the_floors_are_the_tree() -> None:
