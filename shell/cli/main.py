@@ -25,6 +25,7 @@ _COMMAND_MODULES = (
     "shell.cli.stack",  # demo, up, down, status
     "shell.cli.corpus",  # corpus add/list
     "shell.cli.elicit",  # elicit
+    "shell.cli.traffic",  # traffic send
     "shell.cli.judge",  # judge (one case by hand)
     "shell.cli.calibrate",  # calibrate, sweep
     "shell.cli.results",  # results, gate

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from reag.corpus.errors import ManifestError
 from reag.corpus.manifest import CorpusEntry, load_manifest
+from reag.traffic.policy import TrafficPolicy
 
 # Placeholders a target template may use; see ``reag.elicitation.targets.render``.
 TEMPLATE_FIELDS = ("query", "context", "query_with_context", "profile", "persona_hint", "user_id")
@@ -146,6 +147,11 @@ class AppConfig(BaseModel):
     )
     sample_app: SampleAppConfig | None = None
     target: TargetConfig | None = None
+    traffic: TrafficPolicy | None = Field(
+        default=None,
+        description="Redaction and shadow controls of the app's live traffic; unset: the "
+        "default policy (every built-in recogniser, all traffic, no budget).",
+    )
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     @field_validator("title", "description", mode="before")
@@ -155,6 +161,10 @@ class AppConfig(BaseModel):
 
     def resolve(self, relative: str) -> Path:
         return self.base_dir / relative
+
+    def traffic_policy(self) -> TrafficPolicy:
+        """The manifest's ``traffic:`` section, or the default policy when it has none."""
+        return self.traffic if self.traffic is not None else TrafficPolicy()
 
     def load_seed_queries(self) -> list[SeedQuery]:
         """The manifest's seed queries; ``ManifestError`` names the file and the problem."""
