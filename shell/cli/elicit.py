@@ -104,13 +104,25 @@ def elicit(  # noqa: PLR0917 - typer maps each option to one parameter
 
 
 @sample_app_cli.command("serve")
-def serve_sample_app(
+def serve_sample_app(  # noqa: PLR0917 - typer maps each option to one parameter
     app_manifest: Annotated[Path, typer.Option("--app-manifest", help="The app's app.yaml.")],
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 18081,
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     model: Annotated[
         str | None, typer.Option("--model", help="Model (default: manifest, then REAG_LLM_MODEL).")
     ] = None,
+    record_to: Annotated[
+        str | None,
+        typer.Option(
+            "--record-to",
+            envvar="REAG_SAMPLE_APP_RECORD_BOOTSTRAP",
+            help="Kafka bootstrap servers: record the app's own traffic there with reag.client, "
+            "as a production app would (off by default: the elicitor publishes its probes).",
+        ),
+    ] = None,
+    record_topic: Annotated[
+        str, typer.Option("--record-topic", help="Where recorded traffic goes.")
+    ] = "reag.traffic.v1",
 ) -> None:
     """Serve the app's system prompt through the configured model at /v1/chat/completions."""
     import uvicorn
@@ -127,14 +139,29 @@ def serve_sample_app(
         raise _fail(str(exc)) from exc
     assert config.sample_app is not None  # system_prompt() checked it
     client = make_client(model or config.sample_app.model, caller=Caller(service="sample-app"))
+    recorder = None
+    if record_to:
+        from reag.client import Recorder
+
+        recorder = Recorder(
+            bootstrap_servers=record_to,
+            app=config.name,
+            topic=record_topic,
+            redaction=config.traffic_policy().redaction,
+            target=f"http://{host}:{port}/v1",
+            client_id="reag-sample-app",
+        )
     app = create_sample_app(
         prompt,
         client,
         served_name=config.sample_app.served_name or config.name,
         temperature=config.sample_app.temperature,
         max_tokens=config.sample_app.max_tokens,
+        recorder=recorder,
     )
     typer.echo(f"sample app {config.name} on http://{host}:{port}/v1 ({client.model})", err=True)
+    if recorder is not None:
+        typer.echo(f"  recording its traffic to {record_topic} at {record_to}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

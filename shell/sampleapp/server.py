@@ -6,13 +6,21 @@ OpenAI-compatible target adapter can probe it exactly as it would probe a
 production app. Requests are answered one at a time per process by the
 model's own concurrency limit; nothing here is reag's judgement of the
 answer, it is the thing being judged.
+
+Given a ``Recorder`` it also records its own traffic, as a production app
+would with ``reag.client`` (``reag sample-app serve --record-to BOOTSTRAP``).
+Off by default: in the demo the elicitor already publishes every probe, and a
+second copy of each would be judged twice.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
-from typing import Any, Literal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
@@ -20,6 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reag.llm.base import LLMError, Message, PermanentLLMError
 from reag.llm.client import LLMClient
+
+if TYPE_CHECKING:
+    from reag.client import Recorder
 
 
 class ChatMessage(BaseModel):
@@ -37,6 +48,7 @@ class ChatRequest(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1, le=8192)
     seed: int | None = None
+    user: str | None = Field(default=None, description="The caller's user id, if it sends one.")
 
 
 def _error(status: int, message: str, kind: str) -> JSONResponse:
@@ -50,9 +62,23 @@ def create_sample_app(
     served_name: str = "sample-app",
     temperature: float = 0.3,
     max_tokens: int = 400,
+    recorder: Recorder | None = None,
 ) -> FastAPI:
-    """``system_prompt`` always comes first; a client's own system messages follow it."""
-    app = FastAPI(title=f"reag sample app ({served_name})", docs_url=None, redoc_url=None)
+    """``system_prompt`` always comes first; a client's own system messages follow it.
+
+    With ``recorder``, each answered request is recorded (and the recorder closed,
+    flushing, when the server stops).
+    """
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if recorder is not None:
+            await asyncio.to_thread(recorder.close)
+
+    app = FastAPI(
+        title=f"reag sample app ({served_name})", docs_url=None, redoc_url=None, lifespan=lifespan
+    )
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -75,6 +101,7 @@ def create_sample_app(
             Message("system" if m.role == "developer" else m.role, m.content)
             for m in request.messages
         ]
+        started = time.perf_counter()
         try:
             result = await client.chat(
                 messages,
@@ -87,8 +114,17 @@ def create_sample_app(
         except LLMError as exc:
             return _error(503, f"the sample app's model is unavailable: {exc}", "server_error")
         usage = result.usage
+        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        if recorder is not None:
+            recorder.record(
+                query=next(m.content for m in reversed(request.messages) if m.role == "user"),
+                response=result.text.strip(),
+                user_id=request.user,
+                request_id=completion_id,
+                latency_s=time.perf_counter() - started,
+            )
         return {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "id": completion_id,
             "object": "chat.completion",
             "created": int(time.time()),
             "model": served_name,
