@@ -106,8 +106,8 @@ def _case_of_dead_letter(letter: pb.DeadLetter) -> str | None:
     """The case id inside a dead letter's original bytes, when they still decode."""
     from services.kit.topology import TOPICS
 
-    payload = {spec.name: spec.payload for spec in TOPICS}.get(letter.topic)
-    if payload is None:
+    payload = {spec.name: spec.payload for spec in TOPICS if spec.reag_event}.get(letter.topic)
+    if payload is None:  # not a reag event (OTLP spans): no case id inside
         return None
     message_type = getattr(pb, payload)
     try:

@@ -1,4 +1,5 @@
-"""Wiring of the elicitor: settings, the store's persona categories and traffic policies."""
+"""Wiring of the elicitor: settings, the store's persona categories and traffic policies,
+the traffic router and, unless REAG_OTLP__ENABLED=false, the OTLP spans router."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from reag.traffic.policy import PolicyDirectory, PolicyStore
 from reag.traffic.shadow import ShadowGate
 from reag.traffic.spend import SpendStore
 from services.elicitor.handlers import build_router
+from services.elicitor.otlp import build_otlp_router
 from services.elicitor.settings import ElicitorSettings
 from services.kit.app import make_app
 
@@ -22,4 +24,7 @@ def create_app(settings: ElicitorSettings | None = None) -> AsgiFastStream:
     policies = PolicyDirectory(PolicyStore.open(dsn), ttl_s=settings.policy_cache_s)
     spend = SpendStore.open(dsn)
     gate = ShadowGate(spend.window)
-    return make_app("elicitor", settings, [build_router(settings, personas, policies, gate)])
+    routers = [build_router(settings, personas, policies, gate)]
+    if settings.otlp.enabled:
+        routers.append(build_otlp_router(settings, policies, personas.knows))
+    return make_app("elicitor", settings, routers)

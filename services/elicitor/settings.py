@@ -2,9 +2,36 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+
+from pydantic import BaseModel, Field
 
 from services.kit.settings import ServiceSettings
+
+
+class OtlpSettings(BaseModel):
+    """Zero-code capture: OTLP spans from the Collector's Kafka exporter (``REAG_OTLP__*``)."""
+
+    enabled: bool = Field(
+        default=True,
+        description=(
+            "Consume otlp_spans and turn LLM spans into traffic events; off leaves the topic "
+            "to other consumers and saves the consumer group."
+        ),
+    )
+    encoding: Literal["auto", "otlp_proto", "otlp_json"] = Field(
+        default="auto",
+        description=(
+            "The exporter's `encoding`; auto reads a payload starting with `{` as otlp_json, "
+            "anything else as otlp_proto."
+        ),
+    )
+    app: str | None = Field(
+        default=None,
+        description=(
+            "The reag app of every span; unset: the resource attribute reag.app, else service.name."
+        ),
+    )
 
 
 class ElicitorSettings(ServiceSettings):
@@ -25,3 +52,4 @@ class ElicitorSettings(ServiceSettings):
             "within this time."
         ),
     )
+    otlp: OtlpSettings = Field(default_factory=OtlpSettings)

@@ -1,4 +1,5 @@
-"""Creating reag's topics on any Kafka: partitioned, the thresholds topic compacted."""
+"""Creating reag's topics on any Kafka: partitioned, the thresholds topic compacted, and
+the topics raw traffic lands on kept only for ``KafkaSettings.ingress_retention_ms``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from aiokafka.errors import TopicAlreadyExistsError
 
 from services.kit.broker import security_for
 from services.kit.settings import KafkaSettings
-from services.kit.topology import TOPICS
+from services.kit.topology import TOPICS, TopicSpec
 
 
 def client_options(kafka: KafkaSettings) -> dict[str, object]:
@@ -35,6 +36,17 @@ def _admin(kafka: KafkaSettings) -> AIOKafkaAdminClient:
     return AIOKafkaAdminClient(**client_options(kafka))
 
 
+def topic_configs(spec: TopicSpec, kafka: KafkaSettings) -> dict[str, str]:
+    """The configs a topic is created with. Only on creation: an existing topic keeps its own
+    (change it with ``kafka-configs --alter``)."""
+    configs: dict[str, str] = {}
+    if spec.compacted:
+        configs["cleanup.policy"] = "compact"
+    if spec.ingress:
+        configs["retention.ms"] = str(kafka.ingress_retention_ms)
+    return configs
+
+
 async def ensure_topics(kafka: KafkaSettings, suffix: str = "") -> list[str]:
     """Create every missing reag topic; returns the names created.
 
@@ -49,7 +61,7 @@ async def ensure_topics(kafka: KafkaSettings, suffix: str = "") -> list[str]:
                 spec.name + suffix,
                 num_partitions=kafka.partitions,
                 replication_factor=kafka.replication_factor,
-                topic_configs={"cleanup.policy": "compact"} if spec.compacted else {},
+                topic_configs=topic_configs(spec, kafka),
             )
             for spec in TOPICS
             if spec.name + suffix not in existing

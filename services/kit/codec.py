@@ -48,14 +48,21 @@ def _is_set(message: Message, field: str) -> bool:
     return bool(getattr(message, field))
 
 
-def decode_event(value: bytes | None, event_type: type[M], *, max_bytes: int) -> M:
+def check_payload(value: bytes | None, expected: str, *, max_bytes: int) -> bytes:
+    """``value`` if it is neither empty nor over ``max_bytes``: checked before any parsing,
+    for reag events and for payloads reag does not own (OTLP spans) alike."""
     if value is None or len(value) == 0:
-        raise BadEventError("empty", f"empty payload where a {event_type.__name__} was expected")
+        raise BadEventError("empty", f"empty payload where a {expected} was expected")
     if len(value) > max_bytes:
         raise BadEventError(
             "oversized",
             f"{len(value)} bytes exceeds the {max_bytes}-byte limit (REAG_KAFKA__MAX_EVENT_BYTES)",
         )
+    return value
+
+
+def decode_event(value: bytes | None, event_type: type[M], *, max_bytes: int) -> M:
+    value = check_payload(value, event_type.__name__, max_bytes=max_bytes)
     event = event_type()
     try:
         event.ParseFromString(value)

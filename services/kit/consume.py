@@ -60,6 +60,9 @@ AppCheck = Callable[[str], bool]
 # Turns an input's bytes into what its dead letter may keep (PII redacted) for the first
 # hop of raw traffic; every later topic holds redacted events only.
 Scrub = Callable[[bytes], bytes]
+# Turns an input's bytes into the handler's event where the topic's payload is not a reag
+# event (OTLP spans); raises BadEventError for bytes that can never be processed.
+Decode = Callable[[bytes | None], M]
 
 
 class UndeclaredTopicError(RuntimeError):
@@ -122,6 +125,7 @@ def consume(
     max_event_bytes: int,
     app_known: AppCheck | None = None,
     scrub: Scrub | None = None,
+    decode: Decode[M] | None = None,
     group_id: str | None = None,
     broadcast: bool = False,
     auto_offset_reset: Literal["latest", "earliest", "none"] = "earliest",
@@ -138,6 +142,11 @@ def consume(
     how judges load the compacted thresholds topic at start and follow it.
 
     ``scrub``, on a first hop of raw traffic, redacts the bytes a dead letter keeps.
+
+    ``decode`` replaces the protobuf decoding and validation of ``event_type`` for a
+    topic whose payload reag does not own (the elicitor's OTLP spans); delivery, dead
+    letters and commits stay the same. Such an event has no ``meta``, so ``app_known``
+    does not apply and the handler checks apps itself.
 
     The LLM calls a handler makes are charged to the event's app, for the shadow
     controls' spend budgets (reag.traffic.spend).
@@ -197,7 +206,10 @@ def consume(
         async def process(record: Any) -> None:
             started = time.perf_counter()
             try:
-                event = decode_event(record.value, event_type, max_bytes=max_event_bytes)
+                if decode is not None:
+                    event = decode(record.value)
+                else:
+                    event = decode_event(record.value, event_type, max_bytes=max_event_bytes)
                 app = getattr(getattr(event, "meta", None), "app", "")
                 if app_known is not None and not app_known(app):
                     raise BadEventError(

@@ -46,6 +46,15 @@ class KafkaSettings(BaseModel):
         ge=1024,
         description="Events larger than this are dead-lettered as oversized, never processed.",
     )
+    ingress_retention_ms: int = Field(
+        default=3_600_000,
+        ge=60_000,
+        description=(
+            "retention.ms of the topics raw traffic lands on before reag redacts it "
+            "(reag.traffic.v1, otlp_spans), set when reag creates them: raw spans and "
+            "events carry PII, so they are not kept longer than a consumer may lag."
+        ),
+    )
 
     @model_validator(mode="after")
     def _sasl_needs_credentials(self) -> KafkaSettings:

@@ -20,6 +20,9 @@ REVIEWS = "reag.reviews.v1"
 THRESHOLDS = "reag.thresholds.v1"
 RESULTS = "reag.results.v1"
 DLQ = "reag.dlq.v1"
+# Written by the OpenTelemetry Collector's Kafka exporter (its default topic for traces),
+# not by reag: an ExportTraceServiceRequest, otlp_proto or otlp_json.
+OTLP_SPANS = "otlp_spans"
 
 N_TIERS = len(JUDGE_TIER)
 
@@ -27,12 +30,22 @@ N_TIERS = len(JUDGE_TIER)
 @dataclass(frozen=True, slots=True)
 class TopicSpec:
     name: str
-    payload: str  # the protobuf message type in proto/reag/v1/events.proto
+    # The protobuf message type: a name in proto/reag/v1/events.proto, or the full name
+    # of a message reag does not own (OTLP).
+    payload: str
     compacted: bool = False
+    # Raw traffic lands here before reag redacts it, so it is kept only for
+    # KafkaSettings.ingress_retention_ms (docs/pipeline.md, "Raw traffic and retention").
+    ingress: bool = False
+
+    @property
+    def reag_event(self) -> bool:
+        """Whether the payload is a reag.v1 message (dead letters of it can be decoded)."""
+        return "." not in self.payload
 
 
 TOPICS: tuple[TopicSpec, ...] = (
-    TopicSpec(TRAFFIC, "Traffic"),
+    TopicSpec(TRAFFIC, "Traffic", ingress=True),
     TopicSpec(INTENTIONS, "Intention"),
     TopicSpec(INTERPRETATIONS, "Interpretation"),
     TopicSpec(ORACLES, "Oracle"),
@@ -43,6 +56,9 @@ TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec(THRESHOLDS, "Threshold", compacted=True),
     TopicSpec(RESULTS, "Result"),
     TopicSpec(DLQ, "DeadLetter"),
+    TopicSpec(
+        OTLP_SPANS, "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest", ingress=True
+    ),
 )
 
 
@@ -85,11 +101,17 @@ def _judge(tier: int) -> ServiceSpec:
 SERVICES: dict[str, ServiceSpec] = {
     spec.name: spec
     for spec in (
-        ServiceSpec("elicitor", consumes=(TRAFFIC,), produces=(INTENTIONS,)),
+        # OTLP spans become Traffic events on the elicitor's own input (zero-code capture).
+        ServiceSpec("elicitor", consumes=(TRAFFIC, OTLP_SPANS), produces=(INTENTIONS, TRAFFIC)),
         ServiceSpec("retriever", consumes=(INTENTIONS,), produces=(INTERPRETATIONS,)),
         ServiceSpec("oracle", consumes=(INTERPRETATIONS,), produces=(ORACLES, JUDGE_TIER[1])),
         *(_judge(tier) for tier in JUDGE_TIER),
-        ServiceSpec("ledger", consumes=(ORACLES, VERDICTS, ABSTAINS, REVIEWS), produces=(RESULTS,)),
+        # Its gRPC TrafficService produces apps' live traffic (services/ledger/traffic_api.py).
+        ServiceSpec(
+            "ledger",
+            consumes=(ORACLES, VERDICTS, ABSTAINS, REVIEWS),
+            produces=(RESULTS, TRAFFIC),
+        ),
         ServiceSpec("calibrator", consumes=(REVIEWS,), produces=(THRESHOLDS,)),
     )
 }

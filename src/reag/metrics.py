@@ -181,6 +181,17 @@ REDACTIONS = Counter(
     "(EMAIL, PHONE, CARD, IBAN, IP, custom names, USER_ID, ATTRIBUTE_DROPPED) and where.",
     ["app", "kind", "where"],
 )
+OTLP_TRAFFIC = Counter(
+    "reag_otlp_traffic_total",
+    "Traffic events made from OpenTelemetry spans (one per trace with an LLM exchange).",
+    ["app"],
+)
+OTLP_SPANS_SKIPPED = Counter(
+    "reag_otlp_spans_skipped_total",
+    "OpenTelemetry spans that gave no traffic event, by reason (not_llm, no_trace_id, no_app, "
+    "no_query, no_response, superseded, unknown_app).",
+    ["reason"],
+)
 
 # --- Ledger, reviews, calibration --------------------------------------------------
 RESULTS = Counter("reag_results_total", "Test case results by outcome.", ["app", "outcome"])

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from reag.v1 import events_pb2
 from services.kit.codec import REQUIRED_FIELDS
 from services.kit.topology import SERVICES, TOPICS
@@ -44,15 +46,22 @@ def test_generated_stubs_are_fresh(tmp_path: Path) -> None:
 
 
 def test_every_topic_payload_is_a_message_with_ids() -> None:
-    for spec in TOPICS:
+    ours = [spec for spec in TOPICS if spec.reag_event]
+    for spec in ours:
         message = getattr(events_pb2, spec.payload)
         fields = message.DESCRIPTOR.fields_by_name
         assert "meta" in fields or spec.payload in {"Threshold", "DeadLetter"}, spec
-    assert set(REQUIRED_FIELDS) <= {getattr(events_pb2, s.payload) for s in TOPICS}
+    assert set(REQUIRED_FIELDS) <= {getattr(events_pb2, s.payload) for s in ours}
+
+
+def test_payloads_reag_does_not_own_are_named_by_their_full_protobuf_name() -> None:
+    foreign = {spec.name: spec.payload for spec in TOPICS if not spec.reag_event}
+    assert foreign == {"otlp_spans": ExportTraceServiceRequest.DESCRIPTOR.full_name}
 
 
 def test_every_consumed_topic_has_a_producer_or_is_an_entry_point() -> None:
     produced = {t for s in SERVICES.values() for t in s.produces}
     consumed = {t for s in SERVICES.values() for t in s.consumes}
-    entry_points = {"reag.traffic.v1", "reag.reviews.v1"}  # written by apps and review tools
+    # Written by apps, review tools and the OpenTelemetry Collector.
+    entry_points = {"reag.traffic.v1", "reag.reviews.v1", "otlp_spans"}
     assert consumed - produced <= entry_points

@@ -22,8 +22,9 @@ import pytest
 from reag import metrics
 from reag.llm.settings import LLMSettings
 from services.judge.settings import JudgeSettings
+from services.kit.admin import topic_configs
 from services.kit.settings import ServiceSettings
-from services.kit.topology import SERVICES
+from services.kit.topology import OTLP_SPANS, SERVICES, TOPICS, TRAFFIC
 
 pytestmark = pytest.mark.slow
 
@@ -378,6 +379,24 @@ def test_topics_job_runs_the_kits_topic_creation(render: Render) -> None:
         assert hasattr(importlib.import_module(module), name), (module, name)
     assert c["securityContext"]["readOnlyRootFilesystem"] is True
     assert job["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
+
+
+def test_raw_traffic_topics_are_created_with_the_charts_short_retention(
+    render: Render, clean_env: pytest.MonkeyPatch
+) -> None:
+    manifests = render("topics.create=true", "kafka.ingressRetentionMs=1800000")
+    (job,) = of_kind(manifests, "Job")
+    configmaps = {m["metadata"]["name"]: m["data"] for m in of_kind(manifests, "ConfigMap")}
+    for source in job["spec"]["template"]["spec"]["containers"][0]["envFrom"]:
+        if "configMapRef" in source:
+            for var, value in configmaps[source["configMapRef"]["name"]].items():
+                clean_env.setenv(var, value)
+    kafka = ServiceSettings().kafka
+    retention = {spec.name: topic_configs(spec, kafka).get("retention.ms") for spec in TOPICS}
+    assert {name for name, ms in retention.items() if ms} == {TRAFFIC, OTLP_SPANS}
+    assert retention[TRAFFIC] == retention[OTLP_SPANS] == "1800000"
+    shared = [m["data"] for m in of_kind(render(), "ConfigMap") if "REAG_LOG_LEVEL" in m["data"]]
+    assert [data["REAG_KAFKA__INGRESS_RETENTION_MS"] for data in shared] == ["3600000"]
 
 
 def test_service_monitor_keeps_reags_own_service_label(render: Render) -> None:
