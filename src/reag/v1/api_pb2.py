@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from reag.v1 import events_pb2 as reag_dot_v1_dot_events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11reag/v1/api.proto\x12\x07reag.v1\x1a\x14reag/v1/events.proto\"#\n\x10GetResultRequest\x12\x0f\n\x07\x63\x61se_id\x18\x01 \x01(\t\"w\n\x12ListResultsRequest\x12\x0b\n\x03\x61pp\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12!\n\x07outcome\x18\x03 \x01(\x0e\x32\x10.reag.v1.Outcome\x12\r\n\x05limit\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\"P\n\x13ListResultsResponse\x12 \n\x07results\x18\x01 \x03(\x0b\x32\x0f.reag.v1.Result\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"0\n\x11GetSummaryRequest\x12\x0b\n\x03\x61pp\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\"w\n\x0bTierSummary\x12\x0c\n\x04tier\x18\x01 \x01(\r\x12\x10\n\x08requests\x18\x02 \x01(\r\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x03 \x01(\r\x12\x11\n\tescalated\x18\x04 \x01(\r\x12\x11\n\tabstained\x18\x05 \x01(\r\x12\x10\n\x08\x63ost_usd\x18\x06 \x01(\x01\"\xc7\x01\n\x07Summary\x12\r\n\x05\x63\x61ses\x18\x01 \x01(\r\x12\x0e\n\x06passed\x18\x02 \x01(\r\x12\x0e\n\x06\x66\x61iled\x18\x03 \x01(\r\x12\x11\n\tabstained\x18\x04 \x01(\r\x12\x10\n\x08\x63riteria\x18\x05 \x01(\r\x12\x19\n\x11\x63riteria_accepted\x18\x06 \x01(\r\x12\x10\n\x08\x63overage\x18\x07 \x01(\x01\x12\x16\n\x0etotal_cost_usd\x18\x08 \x01(\x01\x12#\n\x05tiers\x18\t \x03(\x0b\x32\x14.reag.v1.TierSummary2\xcf\x01\n\x0eResultsService\x12\x37\n\tGetResult\x12\x19.reag.v1.GetResultRequest\x1a\x0f.reag.v1.Result\x12H\n\x0bListResults\x12\x1b.reag.v1.ListResultsRequest\x1a\x1c.reag.v1.ListResultsResponse\x12:\n\nGetSummary\x12\x1a.reag.v1.GetSummaryRequest\x1a\x10.reag.v1.Summaryb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11reag/v1/api.proto\x12\x07reag.v1\x1a\x14reag/v1/events.proto\"#\n\x10GetResultRequest\x12\x0f\n\x07\x63\x61se_id\x18\x01 \x01(\t\"w\n\x12ListResultsRequest\x12\x0b\n\x03\x61pp\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12!\n\x07outcome\x18\x03 \x01(\x0e\x32\x10.reag.v1.Outcome\x12\r\n\x05limit\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\"P\n\x13ListResultsResponse\x12 \n\x07results\x18\x01 \x03(\x0b\x32\x0f.reag.v1.Result\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"0\n\x11GetSummaryRequest\x12\x0b\n\x03\x61pp\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\"w\n\x0bTierSummary\x12\x0c\n\x04tier\x18\x01 \x01(\r\x12\x10\n\x08requests\x18\x02 \x01(\r\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x03 \x01(\r\x12\x11\n\tescalated\x18\x04 \x01(\r\x12\x11\n\tabstained\x18\x05 \x01(\r\x12\x10\n\x08\x63ost_usd\x18\x06 \x01(\x01\"\xc7\x01\n\x07Summary\x12\r\n\x05\x63\x61ses\x18\x01 \x01(\r\x12\x0e\n\x06passed\x18\x02 \x01(\r\x12\x0e\n\x06\x66\x61iled\x18\x03 \x01(\r\x12\x11\n\tabstained\x18\x04 \x01(\r\x12\x10\n\x08\x63riteria\x18\x05 \x01(\r\x12\x19\n\x11\x63riteria_accepted\x18\x06 \x01(\r\x12\x10\n\x08\x63overage\x18\x07 \x01(\x01\x12\x16\n\x0etotal_cost_usd\x18\x08 \x01(\x01\x12#\n\x05tiers\x18\t \x03(\x0b\x32\x14.reag.v1.TierSummary\"?\n\rSubmitRequest\x12\x0b\n\x03\x61pp\x18\x01 \x01(\t\x12!\n\x07traffic\x18\x02 \x01(\x0b\x32\x10.reag.v1.Traffic\"C\n\x0eSubmitResponse\x12\x0f\n\x07\x63\x61se_id\x18\x01 \x01(\t\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\"n\n\rSubmitSummary\x12\x10\n\x08received\x18\x01 \x01(\r\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\r\x12\x0f\n\x07refused\x18\x03 \x01(\r\x12(\n\x07results\x18\x04 \x03(\x0b\x32\x17.reag.v1.SubmitResponse2\xcf\x01\n\x0eResultsService\x12\x37\n\tGetResult\x12\x19.reag.v1.GetResultRequest\x1a\x0f.reag.v1.Result\x12H\n\x0bListResults\x12\x1b.reag.v1.ListResultsRequest\x1a\x1c.reag.v1.ListResultsResponse\x12:\n\nGetSummary\x12\x1a.reag.v1.GetSummaryRequest\x1a\x10.reag.v1.Summary2\x8d\x01\n\x0eTrafficService\x12\x39\n\x06Submit\x12\x16.reag.v1.SubmitRequest\x1a\x17.reag.v1.SubmitResponse\x12@\n\x0cSubmitStream\x12\x16.reag.v1.SubmitRequest\x1a\x16.reag.v1.SubmitSummary(\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,6 +44,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TIERSUMMARY']._serialized_end=461
   _globals['_SUMMARY']._serialized_start=464
   _globals['_SUMMARY']._serialized_end=663
-  _globals['_RESULTSSERVICE']._serialized_start=666
-  _globals['_RESULTSSERVICE']._serialized_end=873
+  _globals['_SUBMITREQUEST']._serialized_start=665
+  _globals['_SUBMITREQUEST']._serialized_end=728
+  _globals['_SUBMITRESPONSE']._serialized_start=730
+  _globals['_SUBMITRESPONSE']._serialized_end=797
+  _globals['_SUBMITSUMMARY']._serialized_start=799
+  _globals['_SUBMITSUMMARY']._serialized_end=909
+  _globals['_RESULTSSERVICE']._serialized_start=912
+  _globals['_RESULTSSERVICE']._serialized_end=1119
+  _globals['_TRAFFICSERVICE']._serialized_start=1122
+  _globals['_TRAFFICSERVICE']._serialized_end=1263
 # @@protoc_insertion_point(module_scope)

@@ -182,3 +182,141 @@ class ResultsService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class TrafficServiceStub:
+    """Live traffic in: what the Python recorder (reag.client) does, for apps in
+    any language. Each exchange is redacted under its app's policy, keyed by its
+    case id and produced to reag.traffic.v1 with acks=all; a call answers only
+    after the broker has acknowledged. A broker fault is UNAVAILABLE, so the
+    client retries: give every exchange a request_id and a retry keeps its case
+    id, so the retried event is a harmless duplicate downstream.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Submit = channel.unary_unary(
+                '/reag.v1.TrafficService/Submit',
+                request_serializer=reag_dot_v1_dot_api__pb2.SubmitRequest.SerializeToString,
+                response_deserializer=reag_dot_v1_dot_api__pb2.SubmitResponse.FromString,
+                _registered_method=True)
+        self.SubmitStream = channel.stream_unary(
+                '/reag.v1.TrafficService/SubmitStream',
+                request_serializer=reag_dot_v1_dot_api__pb2.SubmitRequest.SerializeToString,
+                response_deserializer=reag_dot_v1_dot_api__pb2.SubmitSummary.FromString,
+                _registered_method=True)
+
+
+class TrafficServiceServicer:
+    """Live traffic in: what the Python recorder (reag.client) does, for apps in
+    any language. Each exchange is redacted under its app's policy, keyed by its
+    case id and produced to reag.traffic.v1 with acks=all; a call answers only
+    after the broker has acknowledged. A broker fault is UNAVAILABLE, so the
+    client retries: give every exchange a request_id and a retry keeps its case
+    id, so the retried event is a harmless duplicate downstream.
+    """
+
+    def Submit(self, request, context):
+        """One exchange. INVALID_ARGUMENT: it lacks a query or response;
+        FAILED_PRECONDITION: the app has no corpus here (`reag corpus add`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmitStream(self, request_iterator, context):
+        """Many exchanges on one stream, answered once, after the last is on the
+        broker. An invalid exchange is refused in the summary and the stream goes
+        on; a broker fault ends the call with UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_TrafficServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Submit': grpc.unary_unary_rpc_method_handler(
+                    servicer.Submit,
+                    request_deserializer=reag_dot_v1_dot_api__pb2.SubmitRequest.FromString,
+                    response_serializer=reag_dot_v1_dot_api__pb2.SubmitResponse.SerializeToString,
+            ),
+            'SubmitStream': grpc.stream_unary_rpc_method_handler(
+                    servicer.SubmitStream,
+                    request_deserializer=reag_dot_v1_dot_api__pb2.SubmitRequest.FromString,
+                    response_serializer=reag_dot_v1_dot_api__pb2.SubmitSummary.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'reag.v1.TrafficService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('reag.v1.TrafficService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class TrafficService:
+    """Live traffic in: what the Python recorder (reag.client) does, for apps in
+    any language. Each exchange is redacted under its app's policy, keyed by its
+    case id and produced to reag.traffic.v1 with acks=all; a call answers only
+    after the broker has acknowledged. A broker fault is UNAVAILABLE, so the
+    client retries: give every exchange a request_id and a retry keeps its case
+    id, so the retried event is a harmless duplicate downstream.
+    """
+
+    @staticmethod
+    def Submit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/reag.v1.TrafficService/Submit',
+            reag_dot_v1_dot_api__pb2.SubmitRequest.SerializeToString,
+            reag_dot_v1_dot_api__pb2.SubmitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/reag.v1.TrafficService/SubmitStream',
+            reag_dot_v1_dot_api__pb2.SubmitRequest.SerializeToString,
+            reag_dot_v1_dot_api__pb2.SubmitSummary.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
