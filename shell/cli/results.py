@@ -2,7 +2,11 @@
 
 Both read the ledger's SQL store directly (``REAG_STORE_DSN``, or SQLite under
 ``REAG_STATE_DIR``), so they work with no service running: a CI job can point
-``--store`` at the production database and gate a run.
+``--store`` at the production database and gate a run. With ``--api`` they
+read the ledger's gRPC results API instead, for a CI job that may reach the
+ledger but not its database: ``--token`` (better ``REAG_LEDGER_GRPC_TOKEN``,
+since a command line is visible to other users) and ``--tls-ca`` / ``--tls``
+match the ledger's ``REAG_LEDGER_GRPC_TOKEN`` and TLS settings.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import typer
 
 if TYPE_CHECKING:
     from reag.ledger.store import LedgerStore
+    from reag.v1 import events_pb2 as pb
 
 AppOption = Annotated[
     str | None, typer.Option("--app", help="Only this app's results (default: every app).")
@@ -28,6 +33,106 @@ StoreOption = Annotated[
         "--store", help="SQLAlchemy URL of the store (default: REAG_STORE_DSN or the SQLite file)."
     ),
 ]
+
+
+ApiOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api",
+        envvar="REAG_RESULTS_API",
+        help="host:port of the ledger's gRPC results API, read instead of the store.",
+    ),
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--token",
+        envvar="REAG_LEDGER_GRPC_TOKEN",
+        help="Bearer token of the results API (prefer the environment variable).",
+        show_default=False,
+    ),
+]
+TlsCaOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--tls-ca",
+        envvar="REAG_LEDGER_GRPC_TLS_CA",
+        help="PEM root certificate that signed the API's TLS certificate (implies --tls).",
+    ),
+]
+TlsOption = Annotated[
+    bool, typer.Option("--tls", help="Reach the results API over TLS, with the system's roots.")
+]
+API_TIMEOUT_S = 30.0
+
+
+def _list_from_api(
+    address: str,
+    *,
+    app: str | None,
+    run_id: str | None,
+    outcome: pb.Outcome.ValueType | None,
+    token: str | None,
+    tls_ca: Path | None,
+    tls: bool,
+) -> list[pb.Result]:
+    """Every matching result, page by page; exits 2 with the API's own words when it refuses."""
+    import grpc
+
+    from reag.v1 import api_pb2, api_pb2_grpc
+
+    if tls_ca is not None or tls:
+        roots = tls_ca.read_bytes() if tls_ca is not None else None
+        channel = grpc.secure_channel(
+            address, grpc.ssl_channel_credentials(root_certificates=roots)
+        )
+    else:
+        channel = grpc.insecure_channel(address)
+    # Plain metadata rather than call credentials: gRPC refuses those on a plaintext
+    # channel, and a ledger inside a cluster may ask for a token without TLS.
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    found: list[pb.Result] = []
+    request = api_pb2.ListResultsRequest(app=app or "", run_id=run_id or "")
+    if outcome is not None:
+        request.outcome = outcome
+    try:
+        with channel:
+            stub = api_pb2_grpc.ResultsServiceStub(channel)
+            while True:
+                page = stub.ListResults(request, metadata=metadata, timeout=API_TIMEOUT_S)
+                # PENDING is OUTCOME_UNSPECIFIED, which the API reads as "every outcome".
+                found.extend(r for r in page.results if outcome is None or r.outcome == outcome)
+                if not page.next_page_token:
+                    return found
+                request.page_token = page.next_page_token
+    except grpc.RpcError as exc:
+        code = exc.code() if isinstance(exc, grpc.Call) else None
+        name = code.name if code is not None else "error"
+        detail = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+        typer.echo(f"error: the results API at {address} answered {name}: {detail}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def _list_results(
+    *,
+    store_dsn: str | None,
+    api: str | None,
+    token: str | None,
+    tls_ca: Path | None,
+    tls: bool,
+    app: str | None,
+    run_id: str | None,
+    outcome: pb.Outcome.ValueType | None = None,
+) -> list[pb.Result]:
+    if api:
+        return _list_from_api(
+            api, app=app, run_id=run_id, outcome=outcome, token=token, tls_ca=tls_ca, tls=tls
+        )
+    store = _open_store(store_dsn)
+    try:
+        return store.list_results(app=app, run_id=run_id, outcome=outcome)
+    finally:
+        store.close()
 
 
 def _open_store(dsn: str | None) -> LedgerStore:
@@ -56,6 +161,10 @@ def results(
         typer.Option("--markdown", help="Also write a Markdown report (summary, tiers, cost)."),
     ] = None,
     store_dsn: StoreOption = None,
+    api: ApiOption = None,
+    token: TokenOption = None,
+    tls_ca: TlsCaOption = None,
+    tls: TlsOption = False,
 ) -> None:
     """List test case results: outcome, criteria decided, open criteria, tiers, honest cost."""
     from reag.ledger.report import (
@@ -70,11 +179,16 @@ def results(
         wanted = parse_outcome(outcome) if outcome else None
     except UnknownOutcomeError as exc:
         raise typer.BadParameter(str(exc), param_hint="--outcome") from exc
-    store = _open_store(store_dsn)
-    try:
-        found = store.list_results(app=app_name, run_id=run_id, outcome=wanted)
-    finally:
-        store.close()
+    found = _list_results(
+        store_dsn=store_dsn,
+        api=api,
+        token=token,
+        tls_ca=tls_ca,
+        tls=tls,
+        app=app_name,
+        run_id=run_id,
+        outcome=wanted,
+    )
     if markdown is not None:
         scope = " ".join(f"{k} {v}" for k, v in (("app", app_name), ("run", run_id)) if v)
         title = f"reag results: {scope}" if scope else "reag results"
@@ -106,15 +220,26 @@ def gate(
     app_name: AppOption = None,
     run_id: RunOption = None,
     store_dsn: StoreOption = None,
+    api: ApiOption = None,
+    token: TokenOption = None,
+    tls_ca: TlsCaOption = None,
+    tls: TlsOption = False,
 ) -> None:
-    """Exit 1 when the run's fail or abstain rate exceeds its limit, 0 otherwise (2: no results)."""
+    """Exit 1 when the run's fail or abstain rate exceeds its limit, 0 otherwise.
+
+    2: no results, or the results API could not be read.
+    """
     from reag.ledger.gate import InvalidRateError, NoResultsError, evaluate_gate
 
-    store = _open_store(store_dsn)
-    try:
-        found = store.list_results(app=app_name, run_id=run_id)
-    finally:
-        store.close()
+    found = _list_results(
+        store_dsn=store_dsn,
+        api=api,
+        token=token,
+        tls_ca=tls_ca,
+        tls=tls,
+        app=app_name,
+        run_id=run_id,
+    )
     scope = ", ".join(f"{k} {v!r}" for k, v in (("app", app_name), ("run", run_id)) if v)
     try:
         report = evaluate_gate(
