@@ -17,6 +17,7 @@ MODULES = (
     "bench.verdicts",
     "bench.generation",
     "bench.cascade",
+    "bench.recorder",
 )
 
 
