@@ -457,6 +457,8 @@ class Recorder:
             self._loop = None
             self._fail_queued("the recorder stopped before it could send them")
             loop.close()
+            # The registry would otherwise hold this recorder's queue for good.
+            metrics.RECORDER_QUEUE_DEPTH.labels(self.app).set_function(lambda: 0.0)
 
     def _remaining(self) -> float:
         return max(0.0, self._close_deadline - time.monotonic())

@@ -199,6 +199,7 @@ def test_a_full_queue_drops_counts_and_logs_once(caplog: pytest.LogCaptureFixtur
         assert outcomes == [True] * 3 + [False] * 7
         assert rec.stats().dropped_queue_full == 7
         assert metric("q", "dropped_queue_full") - before == 7
+        assert REGISTRY.get_sample_value("reag_recorder_queue_depth", {"app": "q"}) == 3
         gate.set()
         assert rec.flush(5)
         rec.close()
