@@ -168,7 +168,7 @@ def parse_request(data: bytes, encoding: Encoding | None = None) -> ExportTraceS
     if chosen != "otlp_json":
         raise OtlpDecodeError(f"unknown OTLP encoding {chosen!r}; one of {', '.join(ENCODINGS)}")
     try:
-        tree = json.loads(data)
+        tree = json.loads(data.decode("utf-8-sig"))  # a byte-order mark is tolerated
     except UnicodeDecodeError as exc:
         raise OtlpDecodeError("not valid otlp_json: not UTF-8") from exc
     except json.JSONDecodeError as exc:

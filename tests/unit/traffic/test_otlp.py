@@ -199,6 +199,7 @@ def test_hand_written_otlp_json_with_unknown_fields_and_int_enums_parses() -> No
     ).encode()
 
     event = one(convert(b"\n  " + data))
+    assert one(convert(b"\xef\xbb\xbf" + data)) == event
 
     assert (event.query, event.actual_response, event.request_id) == (QUERY, ANSWER, TRACE)
 
