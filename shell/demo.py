@@ -144,10 +144,12 @@ def _ingest_corpus(config: AppConfig, dsn: str, echo: Echo) -> None:
     from reag.corpus.loader import load_sources
     from reag.corpus.manifest import load_manifest
     from reag.corpus.store import CorpusStore
+    from reag.traffic.policy import PolicyStore
 
     manifest = load_manifest(config.base_dir / "app.yaml")
     documents = load_sources(manifest.corpus_paths(), config.name)
     report = CorpusStore.open(dsn).add(config.name, documents)
+    PolicyStore.open(dsn).put(config.name, config.traffic_policy())
     kinds: dict[str, int] = {}
     for document in documents:
         kinds[document.kind] = kinds.get(document.kind, 0) + 1

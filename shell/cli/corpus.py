@@ -113,11 +113,29 @@ def add(
         typer.echo(f"warning: skipped {part}", err=True)
     documents = corpus.documents
     report = CorpusStore.open(_store_dsn()).add(app_name, documents)
+    if manifest is not None:
+        _store_traffic_policy(manifest, app_name)
     skipped = f"; {len(corpus.skipped)} skipped, see the warnings" if corpus.skipped else ""
     typer.echo(
         f"{app_name}: {len(report.added)} added, {len(report.replaced)} replaced, "
         f"{len(report.unchanged)} unchanged ({report.total} documents from "
         f"{len({d.source for d in documents})} files{skipped})"
+    )
+
+
+def _store_traffic_policy(manifest: Path, app_name: str) -> None:
+    """The manifest's ``traffic:`` section (or the default) goes beside the corpus, where
+    the ingesting services read it (reag.traffic.policy)."""
+    from reag.apps import load_app
+    from reag.traffic.policy import PolicyStore
+
+    policy = load_app(manifest).traffic_policy()
+    PolicyStore.open(_store_dsn()).put(app_name, policy)
+    shadow, redaction = policy.shadow, policy.redaction
+    kinds = ", ".join([*redaction.recognisers, *redaction.custom])
+    typer.echo(
+        f"{app_name}: traffic policy stored (redaction {kinds if redaction.enabled else 'OFF'}; "
+        f"sample rate {shadow.sample_rate:g} by {shadow.sample_by})"
     )
 
 

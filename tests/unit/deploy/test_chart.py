@@ -182,6 +182,30 @@ def test_the_ledger_is_ready_when_its_grpc_health_service_answers(
     } in service["spec"]["ports"]
 
 
+def test_the_ledger_serves_tls_from_a_secret_and_probes_the_port_instead(
+    render: Callable[..., list[Manifest]],
+) -> None:
+    manifests = render("components.ledger.grpc.tls.existingSecret=ledger-tls")
+    ledger = by_component(manifests, "Deployment")["ledger"]
+    c = container(ledger)
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["REAG_LEDGER_GRPC_TLS_CERT"] == "/etc/reag/grpc-tls/tls.crt"
+    assert env["REAG_LEDGER_GRPC_TLS_KEY"] == "/etc/reag/grpc-tls/tls.key"
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    assert mounts["grpc-tls"] == {
+        "name": "grpc-tls",
+        "mountPath": "/etc/reag/grpc-tls",
+        "readOnly": True,
+    }
+    volumes = {v["name"]: v for v in ledger["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["grpc-tls"]["secret"]["secretName"] == "ledger-tls"
+    # Kubernetes' gRPC probe speaks no TLS.
+    assert c["readinessProbe"]["tcpSocket"]["port"] == port(c, "grpc")
+    assert "grpc" not in c["readinessProbe"]
+    other = container(by_component(manifests, "Deployment")["oracle"])
+    assert "grpc-tls" not in {m["name"] for m in other["volumeMounts"]}
+
+
 def test_each_service_reads_the_rendered_environment_as_intended(
     rendered: list[Manifest], clean_env: pytest.MonkeyPatch
 ) -> None:

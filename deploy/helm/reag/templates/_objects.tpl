@@ -99,6 +99,13 @@ spec:
               value: "0.0.0.0"
             - name: {{ .portEnv }}
               value: {{ .port | quote }}
+            {{- if (.tls).existingSecret }}
+            # services/ledger/settings.py: the gRPC APIs' server certificate and key.
+            - name: REAG_LEDGER_GRPC_TLS_CERT
+              value: "/etc/reag/grpc-tls/{{ .tls.certKey | default "tls.crt" }}"
+            - name: REAG_LEDGER_GRPC_TLS_KEY
+              value: "/etc/reag/grpc-tls/{{ .tls.keyKey | default "tls.key" }}"
+            {{- end }}
             {{- end }}
             {{- range $key, $value := $c.env }}
             - name: {{ $key }}
@@ -116,6 +123,13 @@ spec:
           readinessProbe:
             {{- if $probes.readiness }}
             {{- toYaml $probes.readiness | nindent 12 }}
+            {{- else if and $c.grpc ($c.grpc.tls).existingSecret }}
+            # Kubernetes' gRPC probe cannot speak TLS: with TLS on, the port accepting is ready.
+            tcpSocket:
+              port: {{ $c.grpc.port }}
+            periodSeconds: 10
+            timeoutSeconds: 5
+            failureThreshold: 3
             {{- else if $c.grpc }}
             # grpc.health.v1 of the results API: SERVING once the API is up.
             grpc:
@@ -128,8 +142,18 @@ spec:
             {{- end }}
           volumeMounts:
             {{- include "reag.volumeMounts" $root | nindent 12 }}
+            {{- if and $c.grpc ($c.grpc.tls).existingSecret }}
+            - name: grpc-tls
+              mountPath: /etc/reag/grpc-tls
+              readOnly: true
+            {{- end }}
       volumes:
         {{- include "reag.volumes" (dict "root" $root "tmp" ($c.tmpSizeLimit | default $d.tmpSizeLimit) "state" ($c.stateSizeLimit | default $d.stateSizeLimit)) | nindent 8 }}
+        {{- if and $c.grpc ($c.grpc.tls).existingSecret }}
+        - name: grpc-tls
+          secret:
+            secretName: {{ $c.grpc.tls.existingSecret }}
+        {{- end }}
       {{- with ($c.nodeSelector | default $d.nodeSelector) }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}
