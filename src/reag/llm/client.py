@@ -145,7 +145,9 @@ class LLMClient:
         """Budget, concurrency slot, then attempts with a time limit and retries."""
         self._check_budget(kind)
         s = self.settings
-        limit_s = s.timeout_s * attempts_scale
+        local = self.model.startswith("local:")
+        limit_s = (s.local_timeout_s if local else s.timeout_s) * attempts_scale
+        setting = "REAG_LLM_LOCAL_TIMEOUT_S" if local else "REAG_LLM_TIMEOUT_S"
         started = time.perf_counter()
         try:
             async with self.limiter.slot():
@@ -162,7 +164,7 @@ class LLMClient:
                         except TimeoutError as exc:
                             raise LLMTimeoutError(
                                 f"{self.model} gave no answer within {limit_s:g} s "
-                                "(REAG_LLM_TIMEOUT_S)"
+                                f"({setting})"
                             ) from exc
         except LLMError:
             self.ledger.record_failure(self.caller, self.model, kind, "error")

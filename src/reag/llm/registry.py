@@ -101,7 +101,7 @@ def make_provider(model: str, settings: LLMSettings, *, in_process: bool = False
     if settings.local_url and not in_process:
         from reag.llm.remote import ModelServerProvider
 
-        return ModelServerProvider(settings.local_url, model, timeout_s=settings.timeout_s)
+        return ModelServerProvider(settings.local_url, model, timeout_s=settings.local_timeout_s)
     return LocalProvider(local_engine(settings, name), model)
 
 

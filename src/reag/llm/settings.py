@@ -118,6 +118,15 @@ class LLMSettings(BaseSettings):
         gt=0,
         description="Limit on one attempt of one call, in seconds.",
     )
+    local_timeout_s: float = Field(
+        default=900.0,
+        gt=0,
+        description=(
+            "The same limit for 'local:' models. The model server computes one request at a "
+            "time, first come first served, so the limit covers the wait behind every other "
+            "service's requests; a retry would only join the back of the queue."
+        ),
+    )
     max_retries: int = Field(
         default=4,
         ge=0,
