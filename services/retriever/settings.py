@@ -38,7 +38,15 @@ class RetrieverSettings(ServiceSettings):
     reasoning_model: str | None = Field(
         default=None, description="Model that does self-reasoning; unset: REAG_LLM_MODEL."
     )
-    max_evidence: int = Field(default=3, ge=0, description="Evidence sentences per document.")
+    max_evidence: int = Field(
+        default=2,
+        ge=0,
+        le=3,
+        description=(
+            "Evidence sentences cited per document (at most 3). Two keep the local model's "
+            "document checks short: each cited sentence is decoded token by token."
+        ),
+    )
     reasoning_concurrency: int = Field(
         default=4, ge=1, description="Documents checked at once during self-reasoning."
     )

@@ -41,12 +41,12 @@ Step 1, relevance: does the document above constrain what the application should
 this user and this request? Set "relevant" and give a one-sentence "reason".
 Step 2, evidence: if it is relevant, copy up to {max_evidence} sentences from the document \
 word for word (do not paraphrase, shorten or merge them) that say what the application \
-must do here, and for each say in "why" how it applies to this user's request. If the \
-document is not relevant, "evidence" is an empty list."""
+must do here, and for each say in "why", in a short clause, how it applies to this user's \
+request. If the document is not relevant, "evidence" is an empty list."""
 
 _ANALYSIS_TASK = """\
 Step 3, application analysis: from the request and the checked documents above, write the \
-interpreted intention in 3 to 6 sentences: what this user actually wants; which \
+interpreted intention in 3 to 5 sentences: what this user actually wants; which \
 requirements apply (cite their ids in brackets); which domain knowledge and persona \
 constraints apply; and therefore what the application should do in its answer. Use only \
 the documents above; if none applies, say that the specification does not cover the \

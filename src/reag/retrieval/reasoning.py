@@ -30,19 +30,26 @@ log = logging.getLogger(__name__)
 # Length caps are part of the JSON schema, so a backend that decodes under the schema's
 # grammar (the local model) must close every string in time: a small model otherwise
 # fills max_tokens with one string and the JSON never ends. llama.cpp refuses grammars
-# past about 1,000 repetitions of one rule, hence no cap above 1,000 characters.
+# past about 1,000 repetitions of one rule, hence no cap above 1,000 characters. The
+# caps are also the cost: on the local 1.5B model a document check generated ~215
+# tokens at the earlier caps (240/300/200 characters, 3 sentences), and every token is
+# decoded on the CPU, once per document of every case.
 class CitedSentence(BaseModel):
     sentence: str = Field(
         max_length=300, description="A sentence copied word for word from the document."
     )
-    why: str = Field(max_length=200, description="How this sentence applies to the request.")
+    why: str = Field(
+        max_length=120, description="In a short clause, how this sentence applies to the request."
+    )
 
 
 class DocumentCheck(BaseModel):
     """Steps 1 and 2 for one document, in the order the model should reason."""
 
     relevant: bool = Field(description="Whether the document constrains the app's answer.")
-    reason: str = Field(max_length=240, description="One sentence: why it is or is not relevant.")
+    reason: str = Field(
+        max_length=160, description="One short sentence: why it is or is not relevant."
+    )
     evidence: list[CitedSentence] = Field(
         default_factory=list,
         max_length=3,
@@ -52,7 +59,7 @@ class DocumentCheck(BaseModel):
 
 class ApplicationAnalysis(BaseModel):
     analysis: str = Field(
-        max_length=1000, description="The interpreted intention, 3 to 6 sentences."
+        max_length=700, description="The interpreted intention, 3 to 5 sentences."
     )
 
 
@@ -72,7 +79,7 @@ class SelfReasoner:
         self,
         client: LLMClient,
         *,
-        max_evidence: int = 3,  # at most 3: the schema allows no more
+        max_evidence: int = 2,  # at most 3: the schema allows no more
         concurrency: int = 4,
         evidence_threshold: float = 0.9,
         max_tokens: int = 600,
