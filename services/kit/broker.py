@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from services.kit.settings import KafkaSettings
+from services.kit.telemetry import quiet_kafka_client_logs
 
 
 def security_for(kafka: KafkaSettings) -> BaseSecurity | None:
@@ -44,6 +45,7 @@ def make_broker(
     registry: CollectorRegistry = REGISTRY,
 ) -> KafkaBroker:
     """acks=all: an output counts only once the in-sync replicas have it."""
+    quiet_kafka_client_logs()
     return KafkaBroker(
         kafka.bootstrap_servers.split(","),
         security=security_for(kafka),

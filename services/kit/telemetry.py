@@ -19,7 +19,16 @@ def configure_logging(level: str, service: str) -> None:
         format=f"%(asctime)s %(levelname)s {service} %(name)s: %(message)s",
         force=True,
     )
-    # aiokafka logs every rebalance at INFO; keep the service's own lines readable.
+    quiet_kafka_client_logs()
+
+
+def quiet_kafka_client_logs() -> None:
+    """Holds aiokafka at WARNING whatever the service's own level.
+
+    Its DEBUG lines print every produced event's bytes ("Sending (key=..., value=...)"),
+    which carry users' queries and profile descriptions (health data) even after
+    redaction, and it logs every rebalance at INFO. Called by every reag broker too.
+    """
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
 
 
