@@ -8,6 +8,7 @@ must be able to reach the end, and a judge prompt has to hold each criterion.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -20,6 +21,24 @@ MIN_CRITERION_CHARS = 8
 CriterionText = Annotated[
     str, StringConstraints(min_length=MIN_CRITERION_CHARS, max_length=MAX_CRITERION_CHARS)
 ]
+
+
+# A second "PASS if" / "FAIL if" inside one criterion, with the list numbering a small
+# model writes before it ("..., 14. PASS if ...").
+_RUN_ON = re.compile(r"(?:[,;.]\s*(?:\d{1,2}[.)]\s*)?|\s+\d{1,2}[.)]\s*)(?=(?:PASS|FAIL) if\b)")
+
+
+def _split_run_on(text: str) -> list[str]:
+    """One criterion per "PASS if"/"FAIL if": a small model sometimes runs several into one
+    string until the length cap cuts it (seen from the local 1.5B model: the same criterion
+    repeated with ", 14.", ", 15." between). A split needs a separator before the second
+    "PASS if", so a criterion that merely quotes the words stays whole; the piece the
+    cap cut off (fewer than four words) is dropped, not judged.
+    """
+    pieces = [p.strip(" ,;") for p in _RUN_ON.split(text) if p.strip(" ,;")]
+    if len(pieces) > 1 and len(pieces[-1].split()) < 4:
+        pieces = pieces[:-1]
+    return pieces
 
 
 class OracleDraft(BaseModel):
@@ -62,7 +81,10 @@ class OracleDraft(BaseModel):
             if not isinstance(raw, str):
                 seen.setdefault(repr(raw), raw)  # let the type check reject it
                 continue
-            text = " ".join(raw.split())
-            if len(text) >= MIN_CRITERION_CHARS:
-                seen.setdefault(text.lower(), text)
-        return list(seen.values())
+            for text in _split_run_on(" ".join(raw.split())):
+                if len(text) >= MIN_CRITERION_CHARS:
+                    seen.setdefault(text.lower(), text)
+        cleaned = list(seen.values())
+        if len(value) <= MAX_CRITERIA < len(cleaned):
+            cleaned = cleaned[:MAX_CRITERIA]  # the excess came from splitting run-ons
+        return cleaned

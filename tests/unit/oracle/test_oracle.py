@@ -196,3 +196,29 @@ async def test_one_judge_request_per_criterion_with_derived_ids_and_context() ->
         assert request.expected_results == GOOD["ExpectedResultsDescription"]
         assert [e.doc_id for e in request.evidence] == ["requirement/D0", "persona/D2", "nfr/D3"]
         assert not request.history
+
+
+def test_run_on_criteria_are_split_and_the_cut_off_piece_dropped() -> None:
+    """What the local 1.5B model wrote in a demo: one criterion repeated into the next,
+    numbered, until the length cap cut it."""
+    from reag.oracle.schema import OracleDraft
+
+    first = "PASS if the application provides the allergen alert first"
+    run_on = (
+        "PASS if the application quotes the wording on the pack, 14. PASS if the application "
+        "quotes the wording on the pack, 15. FAIL if the application ignores the allergy, "
+        "16. PASS if th"
+    )
+    draft = OracleDraft.model_validate(
+        {
+            "TestObjective": "Allergy advice for a cashew allergy.",
+            "ExpectedResultsDescription": "The response leads with the allergen alert.",
+            "PassFailCriteria": [first, run_on, "FAIL if it says PASS if you like it."],
+        }
+    )
+    assert draft.criteria == [
+        first,
+        "PASS if the application quotes the wording on the pack",
+        "FAIL if the application ignores the allergy",
+        "FAIL if it says PASS if you like it.",  # a quoted "PASS if" is no separator
+    ]
