@@ -163,8 +163,7 @@ class LLMClient:
                                 result = await call()
                         except TimeoutError as exc:
                             raise LLMTimeoutError(
-                                f"{self.model} gave no answer within {limit_s:g} s "
-                                f"({setting})"
+                                f"{self.model} gave no answer within {limit_s:g} s ({setting})"
                             ) from exc
         except LLMError:
             self.ledger.record_failure(self.caller, self.model, kind, "error")
