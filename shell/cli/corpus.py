@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from reag.corpus.errors import CorpusLoadError, ManifestError
 from reag.corpus.kinds import parse_kind
 from reag.corpus.model import DocumentKind
+
+if TYPE_CHECKING:
+    from reag.corpus.manifest import AppManifest
+    from reag.traffic.policy import TrafficPolicy
 
 corpus_app = typer.Typer(
     name="corpus",
@@ -79,6 +83,7 @@ def add(
 
     default_kind = _kind_option(kind)
     sources: list[tuple[Path, DocumentKind | None]] = []
+    policy: TrafficPolicy | None = None
     if manifest is not None:
         try:
             loaded = load_manifest(manifest)
@@ -92,6 +97,7 @@ def add(
             )
             raise typer.Exit(2)
         app_name = loaded.name
+        policy = _traffic_policy(loaded)
         sources.extend(
             (path, entry_kind or default_kind) for path, entry_kind in loaded.corpus_paths()
         )
@@ -113,8 +119,8 @@ def add(
         typer.echo(f"warning: skipped {part}", err=True)
     documents = corpus.documents
     report = CorpusStore.open(_store_dsn()).add(app_name, documents)
-    if manifest is not None:
-        _store_traffic_policy(manifest, app_name)
+    if policy is not None:
+        _store_traffic_policy(policy, app_name)
     skipped = f"; {len(corpus.skipped)} skipped, see the warnings" if corpus.skipped else ""
     typer.echo(
         f"{app_name}: {len(report.added)} added, {len(report.replaced)} replaced, "
@@ -123,13 +129,26 @@ def add(
     )
 
 
-def _store_traffic_policy(manifest: Path, app_name: str) -> None:
-    """The manifest's ``traffic:`` section (or the default) goes beside the corpus, where
-    the ingesting services read it (reag.traffic.policy)."""
-    from reag.apps import load_app
+def _traffic_policy(manifest: AppManifest) -> TrafficPolicy:
+    """The manifest's ``traffic:`` section, or the default; checked before anything is stored."""
+    from pydantic import ValidationError
+
+    from reag.traffic.policy import TrafficPolicy
+
+    section = (manifest.model_extra or {}).get("traffic")
+    try:
+        return TrafficPolicy.model_validate(section) if section is not None else TrafficPolicy()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        typer.echo(f"error: {manifest.name}: traffic.{where}: {first['msg']}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def _store_traffic_policy(policy: TrafficPolicy, app_name: str) -> None:
+    """The policy goes beside the corpus, where the ingesting services read it."""
     from reag.traffic.policy import PolicyStore
 
-    policy = load_app(manifest).traffic_policy()
     PolicyStore.open(_store_dsn()).put(app_name, policy)
     shadow, redaction = policy.shadow, policy.redaction
     kinds = ", ".join([*redaction.recognisers, *redaction.custom])

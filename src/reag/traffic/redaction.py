@@ -209,6 +209,8 @@ class Redactor:
         out.situation = self.text(event.situation, counts)
         out.request_id = self.text(event.request_id, counts)
         out.target = self.text(event.target, counts)
+        if not event.HasField("profile"):
+            return out, counts
         out.profile.user_id = self.user_id(event.profile.user_id, counts)
         out.profile.persona_hint = self.text(event.profile.persona_hint, counts)
         out.profile.description = self.text(event.profile.description, counts)

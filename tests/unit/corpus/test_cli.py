@@ -130,3 +130,39 @@ def test_add_without_app_or_manifest_is_a_usage_error(cli: typer.Typer, write: W
     result = CliRunner().invoke(cli, ["corpus", "add", str(path)])
     assert result.exit_code == 2
     assert "--app is required" in result.stderr
+
+
+def test_manifest_stores_its_traffic_policy_and_refuses_a_bad_one_before_anything(
+    cli: typer.Typer, write: Write, tmp_path: Path
+) -> None:
+    from reag.traffic.policy import PolicyStore
+
+    write("app/corpus/requirements.md", "## FR-1 Upload\nPhotos.\n")
+    good = write(
+        "app/app.yaml",
+        "name: nutri\ncorpus: [corpus/requirements.md]\n"
+        "traffic:\n  shadow: {sample_rate: 0.25, max_cases_per_minute: 30}\n"
+        "  redaction: {allow_attributes: [diet]}\n",
+    )
+    result = CliRunner().invoke(cli, ["corpus", "add", "--manifest", str(good)])
+    assert result.exit_code == 0, result.output
+    assert "traffic policy stored" in result.stdout
+    store = PolicyStore.open(f"sqlite:///{tmp_path / 'state' / 'reag.db'}")
+    policy = store.get("nutri")
+    assert policy.shadow.sample_rate == 0.25
+    assert policy.shadow.max_cases_per_minute == 30
+    assert policy.redaction.allow_attributes == ["diet"]
+
+    bad = write(
+        "other/app.yaml",
+        "name: other\ncorpus: [../app/corpus/requirements.md]\ntraffic: {shadow: {sample_rate: 2}}\n",
+    )
+    result = CliRunner().invoke(cli, ["corpus", "add", "--manifest", str(bad)])
+    assert result.exit_code == 2
+    assert "traffic.shadow.sample_rate" in result.stderr
+    assert CliRunner().invoke(
+        cli, ["corpus", "list", "--app", "other", "--json"]
+    ).stdout.strip() in {
+        "[]",
+        "",
+    }
