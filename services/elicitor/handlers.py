@@ -17,7 +17,7 @@ from google.protobuf.message import DecodeError
 
 from reag.elicitation.directory import PersonaDirectory
 from reag.elicitation.intentions import intention_from_traffic
-from reag.metrics import REDACTIONS, TRAFFIC_ADMITTED, TRAFFIC_SHED
+from reag.metrics import TRAFFIC_ADMITTED, TRAFFIC_SHED
 from reag.traffic.policy import PolicyDirectory
 from reag.traffic.shadow import ShadowGate
 from reag.v1 import events_pb2 as pb
@@ -41,11 +41,9 @@ def redacted_traffic_bytes(policies: PolicyDirectory, data: bytes) -> bytes:
         event.ParseFromString(data)
     except DecodeError:
         return policies.redactor("").raw(data)
-    redacted, counts = policies.redactor(event.meta.app).traffic(event)
+    redacted, counts = policies.redactor(event.meta.app).traffic(event, where="dead_letter")
     if not counts:
         return data  # nothing to hide: the original bytes, as every other dead letter
-    for kind, n in counts.items():
-        REDACTIONS.labels(event.meta.app, kind, "dead_letter").inc(n)
     return redacted.SerializeToString()
 
 

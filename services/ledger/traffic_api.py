@@ -29,7 +29,6 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from reag import metrics
 from reag.ids import case_id_for
-from reag.metrics import REDACTIONS
 from reag.traffic.redaction import Redactor
 from reag.v1 import api_pb2, api_pb2_grpc
 from reag.v1 import events_pb2 as pb
@@ -160,9 +159,7 @@ class TrafficServicer(api_pb2_grpc.TrafficServiceServicer):
                 )
             redactor = self._redactor_for(app)
         event = _live_event(traffic, app, self._clock())
-        redacted, counts = redactor.traffic(event)
-        for kind, n in counts.items():
-            REDACTIONS.labels(app, kind, "grpc").inc(n)
+        redacted, _ = redactor.traffic(event, where="grpc")
         size = redacted.ByteSize()
         if size > self._max_event_bytes:
             raise RefusedError(

@@ -531,9 +531,7 @@ class Recorder:
 
     async def _send(self, producer: ProducerLike, item: _Pending) -> None:
         try:
-            event, replaced = self._redactor.traffic(to_traffic(item.exchange, item.app))
-            for kind, n in replaced.items():
-                metrics.REDACTIONS.labels(item.app, kind, "recorder").inc(n)
+            event, _ = self._redactor.traffic(to_traffic(item.exchange, item.app), where="recorder")
             sent = await producer.send(
                 self.topic,
                 event.SerializeToString(),

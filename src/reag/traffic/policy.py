@@ -18,7 +18,6 @@ from pydantic import BaseModel, Field
 from sqlalchemy import JSON, DateTime, String, select
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
-from reag.metrics import REDACTIONS
 from reag.storage import Base, open_store
 from reag.traffic.redaction import RedactionPolicy, Redactor
 from reag.v1 import events_pb2 as pb
@@ -132,7 +131,4 @@ class PolicyDirectory:
 
     def redact(self, event: pb.Traffic, *, where: str) -> pb.Traffic:
         """The event redacted under its app's policy, the replacements counted by kind."""
-        redacted, counts = self.redactor(event.meta.app).traffic(event)
-        for kind, n in counts.items():
-            REDACTIONS.labels(event.meta.app, kind, where).inc(n)
-        return redacted
+        return self.redactor(event.meta.app).traffic(event, where=where)[0]

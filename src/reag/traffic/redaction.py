@@ -26,6 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from reag.metrics import REDACTIONS
 from reag.v1 import events_pb2 as pb
 
 RecogniserName = Literal["email", "phone", "card", "iban", "ip"]
@@ -197,8 +198,21 @@ class Redactor:
             return _pseudonym(value)
         return value
 
-    def traffic(self, event: pb.Traffic) -> tuple[pb.Traffic, Counter[str]]:
-        """A redacted copy of ``event`` and the number of replacements by kind."""
+    def traffic(
+        self, event: pb.Traffic, *, where: str | None = None
+    ) -> tuple[pb.Traffic, Counter[str]]:
+        """A redacted copy of ``event`` and the number of replacements by kind.
+
+        ``where`` names the hop (recorder, grpc, elicitor, otlp, dead_letter): the
+        replacements are then counted in ``reag_redactions_total``.
+        """
+        out, counts = self._traffic(event)
+        if where is not None:
+            for kind, n in counts.items():
+                REDACTIONS.labels(event.meta.app, kind, where).inc(n)
+        return out, counts
+
+    def _traffic(self, event: pb.Traffic) -> tuple[pb.Traffic, Counter[str]]:
         counts: Counter[str] = Counter()
         out = pb.Traffic()
         out.CopyFrom(event)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -57,29 +56,13 @@ from services.oracle.settings import OracleSettings
 from services.retriever.handlers import RetrieverDeps
 from services.retriever.handlers import build_router as retriever_router
 from services.retriever.settings import RetrieverSettings
+from tests.integration.pipeline.scripted import reasoning_script
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 APP = "nutrition"
 CANARY = "canary.otlp.e2e@example.org"
 N_CRITERIA = 2
-
-
-def reasoning_script(messages: Sequence[Message], options: dict[str, Any]) -> str:
-    """Every document relevant; its first sentence cited word for word."""
-    if options["json_schema"]["title"] == "ApplicationAnalysis":
-        return json.dumps({"analysis": "The user needs advice that fits their condition."})
-    body = re.search(
-        r"<untrusted_document [^>]*>\n(.*?)\n</untrusted_document>", messages[-1].content, re.S
-    )
-    first = re.split(r"(?<=[.!?])\s", body.group(1).strip())[0] if body else ""
-    return json.dumps(
-        {
-            "relevant": True,
-            "reason": "it applies",
-            "evidence": [{"sentence": first, "why": "it applies"}],
-        }
-    )
 
 
 def oracle_script(_messages: Sequence[Message], _options: dict[str, Any]) -> str:

@@ -8,7 +8,6 @@ letters, not what a model writes. Retrieval ranks with BM25 (no model).
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
@@ -46,6 +45,7 @@ from services.oracle.settings import OracleSettings
 from services.retriever.handlers import RetrieverDeps
 from services.retriever.handlers import build_router as retriever_router
 from services.retriever.settings import RetrieverSettings
+from tests.integration.pipeline.scripted import reasoning_script
 
 pytestmark = [pytest.mark.kafka]
 
@@ -54,23 +54,6 @@ M = TypeVar("M", pb.JudgeRequest, pb.Intention, pb.Interpretation, pb.Oracle, pb
 MAX_EVENT_BYTES = 8192
 POISON = "POISON-ORACLE"
 N_CRITERIA = 3
-
-
-def reasoning_script(messages: Sequence[Message], options: dict[str, Any]) -> str:
-    """Every document relevant; its first sentence cited word for word."""
-    if options["json_schema"]["title"] == "ApplicationAnalysis":
-        return json.dumps({"analysis": "The user needs advice that fits their condition."})
-    body = re.search(
-        r"<untrusted_document [^>]*>\n(.*?)\n</untrusted_document>", messages[-1].content, re.S
-    )
-    first = re.split(r"(?<=[.!?])\s", body.group(1).strip())[0] if body else ""
-    return json.dumps(
-        {
-            "relevant": True,
-            "reason": "it applies",
-            "evidence": [{"sentence": first, "why": "it applies"}],
-        }
-    )
 
 
 def oracle_script(messages: Sequence[Message], _options: dict[str, Any]) -> str:
