@@ -29,6 +29,7 @@ _COMMAND_MODULES = (
     "shell.cli.judge",  # judge (one case by hand)
     "shell.cli.calibrate",  # calibrate, sweep
     "shell.cli.results",  # results, gate
+    "shell.cli.report",  # report --html
     "shell.cli.review",  # review
     "shell.cli.spec",  # spec draft/eval
     "shell.cli.llm",  # llm probe/score/serve
