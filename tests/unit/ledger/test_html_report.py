@@ -4,6 +4,7 @@ and the page renders offline in headless Chromium (Debian's package) to a non-bl
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -35,6 +36,7 @@ PAYLOAD = (
     "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned','1')\">"
 )
 CHROMIUM = shutil.which("chromium")
+ALPHAS = ("--alphas", "0.10:0.30:0.05")  # a short sweep: five α
 
 
 @pytest.fixture
@@ -223,12 +225,12 @@ def test_without_scores_the_report_says_so_and_with_scores_it_embeds_the_charts(
 ) -> None:
     plain = _parse(_report(cli, dsn, tmp_path / "plain.html"))
     assert plain.tags["img"] == 0
-    charted = _report(cli, dsn, tmp_path / "charted.html", "--scores", str(scores))
+    charted = _report(cli, dsn, tmp_path / "charted.html", "--scores", str(scores), *ALPHAS)
     page = _parse(charted)
     images = [a for tag, a in page.elements if tag == "img"]
     assert len(images) == 4  # calibration curves + the sweep's three plots
     assert all(a["src"].startswith("data:image/png;base64,") for a in images)
-    assert len(page.with_attribute("data-alpha")) == 16  # 0.10:0.40:0.02
+    assert len(page.with_attribute("data-alpha")) == 5
 
 
 @pytest.mark.skipif(
@@ -239,7 +241,7 @@ def test_headless_chromium_renders_the_report_offline_to_a_non_blank_page(
 ) -> None:
     assert CHROMIUM is not None
     out = tmp_path / "run.html"
-    _report(cli, dsn, out, "--scores", str(scores))
+    _report(cli, dsn, out, "--scores", str(scores), *ALPHAS)
     shot = tmp_path / "run.png"
     offline = [
         CHROMIUM,
@@ -274,3 +276,37 @@ def test_headless_chromium_renders_the_report_offline_to_a_non_blank_page(
     ).stdout
     assert 'id="summary"' in dom  # the page was parsed
     assert 'data-pwned="1"' not in dom  # and nothing injected ran
+
+
+async def test_through_the_results_api_the_counts_are_the_same_and_responses_are_absent(
+    cli: typer.Typer, dsn: str, tmp_path: Path
+) -> None:
+    from reag.ledger.api import ResultsServer
+
+    from_store = _parse(_report(cli, dsn, tmp_path / "store.html"))
+    store = LedgerStore.open(dsn)
+    server = ResultsServer(store, port=0)
+    await server.start()
+    out = tmp_path / "api.html"
+    args = ["report", "--html", str(out), "--run", RUN, "--api", f"127.0.0.1:{server.port}"]
+    try:
+        # The CLI's channel is blocking; the server needs this event loop, so the CLI runs aside.
+        done = await asyncio.to_thread(runner.invoke, cli, args)
+    finally:
+        await server.stop()
+        store.close()
+    assert done.exit_code == 0, done.output
+    html = out.read_text(encoding="utf-8")
+    from_api = _parse(html)
+
+    def counts(page: _Attributes) -> list[dict[str, str]]:
+        keep = ("summary", "tier", "case")
+        return [
+            {k: v for k, v in a.items() if k.startswith("data-")}
+            for _, a in page.elements
+            if a.get("id") in keep or a.get("class", "").split(" ")[0] in keep
+        ]
+
+    assert counts(from_api) == counts(from_store)
+    assert "Pasta. &lt;script&gt;" not in html  # responses live in the store only
+    assert "this report read results only" in html
