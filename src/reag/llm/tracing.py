@@ -47,6 +47,9 @@ _PROFILE_FENCE = re.compile(
 
 Prompt = str | Sequence[Message]
 
+# A proxy until a service configures its provider; it follows the global one from then on.
+_TRACER = trace.get_tracer(TRACER_NAME)
+
 
 def withhold_profiles(text: str) -> str:
     """``text`` with the contents of every persona or profile fence replaced."""
@@ -149,8 +152,7 @@ def llm_span(
             attributes[f"gen_ai.request.{key}"] = value
     if content and prompt is not None:
         attributes["gen_ai.input.messages"] = _messages_json(_prompt_messages(prompt))
-    tracer = trace.get_tracer(TRACER_NAME)
-    with tracer.start_as_current_span(
+    with _TRACER.start_as_current_span(
         f"{operation} {name}",
         kind=SpanKind.CLIENT,
         attributes=attributes,
