@@ -27,6 +27,7 @@ that never see Kafka; the topology they may publish to is ``topology.SERVICES``.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -183,6 +184,7 @@ class Delivery:
         self._paused: set[TopicPartition] = set()
         self._timers: dict[TopicPartition, asyncio.TimerHandle] = {}
         self._park_task: asyncio.Task[None] | None = None
+        self._arrivals = itertools.count()
 
     # --- state seen by tests and metrics ---------------------------------------------
     @property
@@ -307,7 +309,9 @@ class Delivery:
     def _park(self, tp: TopicPartition, record: Any) -> None:
         now = self._clock()
         due = min(now + self._delay(1), now + self._settings.park_s)
-        self._parked.setdefault(tp, {})[record.offset] = _Parked(record, now, due)
+        # The in-memory test broker gives every record offset 0: key its park by arrival.
+        key = record.offset if self._real else next(self._arrivals)
+        self._parked.setdefault(tp, {})[key] = _Parked(record, now, due)
         self._gauges()
         log.info(
             "%s: parked %s[%d]@%d until its app is loaded",
