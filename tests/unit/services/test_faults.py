@@ -238,7 +238,7 @@ async def test_a_parked_event_is_dead_lettered_as_app_not_loaded_when_its_time_i
     broker, got, flows = _service(name, ok, app_known=lambda app: False, delivery=delivery)
     async with TestKafkaBroker(broker) as test_broker:
         await test_broker.publish(_traffic("n1", "never"), f"in-{name}", key=b"n1")
-        assert await until(lambda: got[DLQ], 30)
+        assert await until(lambda: bool(got[DLQ]), 30)
     (letter,) = [pb.DeadLetter.FromString(v) for v in got[DLQ]]
     assert letter.error_type == "app_not_loaded"
     assert letter.value == _traffic("n1", "never")
