@@ -32,6 +32,9 @@ lint: install ## ruff and mypy
 bench: install ## print the benchmarks: LLM layer, retrieval, cascade cost
 	$(PY) -m bench
 
+chaos: install ## fault runs that print counts: PostgreSQL outage, LLM faults (python -m bench.chaos)
+	$(PY) -m bench.chaos
+
 up: install ## start the embedded stack in the background
 	$(REAG) up
 
@@ -45,3 +48,4 @@ clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .reag
 
 .PHONY: help install proto demo test test-fast lint bench up down status clean
+.PHONY: chaos
