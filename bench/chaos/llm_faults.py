@@ -134,6 +134,8 @@ class FaultCounts:
     calls: dict[str, int]  # provider calls by injected fault (ok: none)
     repairs: int  # handler runs whose first answer was bad, so a repair was asked
     repairs_ok: int
+    repairs_bad: int  # the repair was bad too: a dead letter
+    repairs_cut: int  # the repair met transient faults past the LLM layer's retries: run again
     consume_retries: int  # handler runs that ended with the LLM layer's retries exhausted
     dead_letters_without_repair: int  # must be 0
     lost: int  # cases with neither an answer nor a dead letter
@@ -143,7 +145,8 @@ class FaultCounts:
             f"cases in {self.cases_in}, answers out {self.answers_out}, doubled {self.doubled}, "
             f"dead letters {sum(self.dead_letters.values())} {self.dead_letters}, "
             f"lost {self.lost}; "
-            f"calls {self.calls}; repairs {self.repairs} ({self.repairs_ok} repaired); "
+            f"calls {self.calls}; repairs {self.repairs}: {self.repairs_ok} repaired, "
+            f"{self.repairs_bad} bad again, {self.repairs_cut} cut short by transient faults; "
             f"consume-level retries {self.consume_retries}; "
             f"dead letters without a repair attempt {self.dead_letters_without_repair}"
         )
@@ -165,6 +168,8 @@ def count(
         calls={str(k): n for k, n in service.provider.counts.items()},
         repairs=len(repairs),
         repairs_ok=sum(1 for inv in repairs if inv.ended == "answered"),
+        repairs_bad=sum(1 for inv in repairs if inv.ended == "invalid"),
+        repairs_cut=sum(1 for inv in repairs if inv.ended == "transient"),
         consume_retries=sum(1 for inv in service.invocations if inv.ended == "transient"),
         dead_letters_without_repair=sum(1 for c in dead if not last[c].repaired),
         lost=sum(1 for c in case_ids if c not in answered and c not in dead),
