@@ -106,6 +106,8 @@ async def read_dead_letters(
     await consumer.start()
     letters: list[StoredLetter] = []
     try:
+        if topic not in await consumer.topics():  # also refreshes the cluster's metadata
+            return []
         partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
         if not partitions:
             return []
