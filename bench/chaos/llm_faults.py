@@ -140,6 +140,12 @@ class FaultCounts:
     dead_letters_without_repair: int  # must be 0
     lost: int  # cases with neither an answer nor a dead letter
 
+    @property
+    def held(self) -> bool:
+        """None lost or doubled, and only bad output, after its repair, dead-lettered."""
+        only_invalid = set(self.dead_letters) <= {"llm_output_invalid"}
+        return not (self.lost or self.doubled or self.dead_letters_without_repair) and only_invalid
+
     def line(self) -> str:
         return (
             f"cases in {self.cases_in}, answers out {self.answers_out}, doubled {self.doubled}, "
@@ -210,7 +216,7 @@ async def run_faults(bootstrap: str, *, cases: int, seed: int, rates: FaultRates
     return count(service, case_ids, [a.meta.case_id for a in answers], mine)
 
 
-def run(argv: list[str] | None = None) -> FaultCounts:
+def run(argv: list[str] | None = None) -> int:
     """The ``make chaos`` step, on an embedded broker of its own."""
     from shell.stack.tansu import free_port, start_tansu
 
@@ -229,4 +235,4 @@ def run(argv: list[str] | None = None) -> FaultCounts:
         proc.wait(timeout=10)
     print(f"llm-faults: rates {asdict(DEFAULT_RATES)}", flush=True)
     print(f"llm-faults: {counts.line()}", flush=True)
-    return counts
+    return 0 if counts.held else 1

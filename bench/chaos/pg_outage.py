@@ -54,6 +54,11 @@ class OutageCounts:
     outage_s: float
     recovery_s: float  # from the proxy's restore to the last result landing
 
+    @property
+    def held(self) -> bool:
+        """Nothing lost, nothing doubled, nothing dead-lettered."""
+        return self.results_out == self.cases_in and not self.doubled and not self.dead_letters
+
     def line(self) -> str:
         return (
             f"cases in {self.cases_in}, results out {self.results_out}, doubled {self.doubled}, "
@@ -251,7 +256,7 @@ def _doubled(admin: Engine, schema: str, ids: list[str]) -> int:
     return len(over)
 
 
-def run(argv: list[str] | None = None) -> OutageCounts:
+def run(argv: list[str] | None = None) -> int:
     """The ``make chaos`` step: a 60 s outage under traffic on a broker of its own."""
     parser = argparse.ArgumentParser(prog="python -m bench.chaos pg-outage")
     parser.add_argument("--cases", type=int, default=400)
@@ -277,4 +282,4 @@ def run(argv: list[str] | None = None) -> OutageCounts:
         proc.wait(timeout=10)
     print(f"pg-outage: {counts.line()}", flush=True)
     print(f"pg-outage: {asdict(counts)}", flush=True)
-    return counts
+    return 0 if counts.held else 1
