@@ -427,7 +427,7 @@ class _Runner:
         value = record.value or b""
         extra = poison.extra
         if self.scrub is not None:
-            value = self.scrub(value)
+            value = await asyncio.to_thread(self.scrub, value)
             extra = {k: v for k, v in extra.items() if k != "x-reag-llm-output"}
         letter = pb.DeadLetter(
             service=self.spec.name,
@@ -463,7 +463,8 @@ class _Runner:
         else:
             event = decode_event(record.value, self.event_type, max_bytes=self.max_event_bytes)
         app = getattr(getattr(event, "meta", None), "app", "")
-        if self.app_known is not None and not self.app_known(app):
+        # The check may read the store (a cache miss): off the event loop.
+        if self.app_known is not None and not await asyncio.to_thread(self.app_known, app):
             raise AppNotLoadedError(app)
         with charged_to(app):
             outputs = _outputs(await self.handler(event))
