@@ -33,6 +33,7 @@ _COMMAND_MODULES = (
     "shell.cli.review",  # review
     "shell.cli.spec",  # spec draft/eval
     "shell.cli.llm",  # llm probe/score/serve
+    "shell.cli.dlq",  # dlq list/show/replay
 )
 
 for _name in _COMMAND_MODULES:
