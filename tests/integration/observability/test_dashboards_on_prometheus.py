@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
@@ -325,9 +326,10 @@ async def drive(run: Run) -> dict[str, str]:
     for case, marker in cases.items():
         assert (outcome[case] == pb.OUTCOME_ABSTAIN) == (marker == "UNSURE"), (case, marker)
 
+    criteria = scripted_stack.N_CRITERIA * len(cases)
     requests = await read_events(
         run.bootstrap, JUDGE_TIER[1] + run.suffix, pb.JudgeRequest,
-        lambda rs: len([r for r in rs if r.meta.case_id in cases]) >= 2 * len(cases),
+        lambda rs: len([r for r in rs if r.meta.case_id in cases]) >= criteria,
     )  # fmt: skip
     ours = sorted(
         (r for r in requests if r.meta.case_id in cases), key=lambda r: r.criterion.criterion_id
