@@ -50,10 +50,10 @@ def run() -> None:
         started = time.perf_counter()
         s = Scenario(risk_before=risk, risk_after=None)
         c, w = streams(rng, s, runs)
-        fired = first_alarms(c >= s.threshold, w, s.alpha, s.delta) >= 0
+        any_alarm = first_alarms(c >= s.threshold, w, s.alpha, s.delta) >= 0
         print(
             f"stable judge, true risk {risk:.2f}: false alarm over the whole stream in "
-            f"{_share(int(fired.sum()), runs)} (allowed δ = {s.delta}); "
+            f"{_share(int(any_alarm.sum()), runs)} (allowed δ = {s.delta}); "
             f"{time.perf_counter() - started:.0f} s"
         )
     s = base

@@ -78,6 +78,7 @@ def _verdict(
     request: pb.JudgeRequest,
     judgement: Judgement,
     threshold: pb.Threshold,
+    *,
     tier: int,
     history: list[pb.TierAttempt],
     cumulative: float,
@@ -116,7 +117,9 @@ def next_step(
     verdict = None
     if accepted and not decided_before:
         assert threshold is not None  # accepts() is False without one
-        verdict = _verdict(request, judgement, threshold, tier, history, cumulative)
+        verdict = _verdict(
+            request, judgement, threshold, tier=tier, history=history, cumulative=cumulative
+        )
     carried = pb.JudgeRequest()
     carried.CopyFrom(request)
     carried.history.append(attempt)

@@ -147,6 +147,7 @@ def tier_drift(
     calibration: Sequence[LabelledScores],
     audits: Sequence[LabelledScores],
     thresholds: Mapping[int, pb.Threshold],
+    *,
     n_tiers: int,
     delta: float,
 ) -> TierDrift:
@@ -208,7 +209,7 @@ def trust_report(
         by_tier[ALL].append(wrong)
     risks = {name: risk_report(name, seq, alpha, delta) for name, seq in by_tier.items()}
     drift = {
-        t: tier_drift(t, calibration, audits, thresholds, n_tiers, delta)
+        t: tier_drift(t, calibration, audits, thresholds, n_tiers=n_tiers, delta=delta)
         for t in range(1, n_tiers + 1)
     }
     return TrustReport(app, n_tiers, len(audits), abstained, risks, drift)

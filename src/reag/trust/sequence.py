@@ -73,7 +73,7 @@ def upper_bound(k: int, n: int, delta: float) -> float:
     _check("delta", delta)
     if not 0 <= k <= n:
         raise ValueError(f"need 0 ≤ k ≤ n, got k={k}, n={n}")
-    if n == 0 or k == n:
+    if n in (0, k):
         return 1.0
     level = math.log(1.0 / delta)
 

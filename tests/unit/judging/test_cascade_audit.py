@@ -16,12 +16,16 @@ def test_accepted_audit_goes_out_and_on_through_every_tier() -> None:
     request.audit = True
     one = next_step(request, judgement(0.99, "NO"), threshold(0.95), tier=1, n_tiers=2)
     assert one.decision == "accepted"
-    assert one.verdict is not None and one.verdict.audit and one.verdict.tier == 1
-    assert one.escalation is not None and one.escalation.audit
+    assert one.verdict is not None
+    assert one.verdict.audit
+    assert one.verdict.tier == 1
+    assert one.escalation is not None
+    assert one.escalation.audit
     two = next_step(one.escalation, judgement(0.99, "YES"), threshold(0.95), tier=2, n_tiers=2)
     assert two.decision == "audited"
     assert two.verdict is None  # the cascade decided at tier 1
-    assert two.abstain is not None and two.abstain.audit
+    assert two.abstain is not None
+    assert two.abstain.audit
     assert [a.tier for a in two.abstain.request.history] == [1, 2]
     assert [a.confidence for a in two.abstain.request.history] == [0.99, 0.99]
     assert is_review_copy(two.abstain)
@@ -32,10 +36,12 @@ def test_unaccepted_audit_is_an_abstention_and_a_review_item() -> None:
     request = make_request()
     request.audit = True
     one = next_step(request, judgement(0.6), threshold(0.95), tier=1, n_tiers=2)
-    assert one.decision == "escalated" and one.verdict is None
+    assert one.decision == "escalated"
+    assert one.verdict is None
     two = next_step(one.escalation or pb.JudgeRequest(), judgement(0.6), None, tier=2, n_tiers=2)
     assert two.decision == "abstained"
-    assert two.abstain is not None and two.abstain.audit
+    assert two.abstain is not None
+    assert two.abstain.audit
     assert not is_review_copy(two.abstain)
 
 
@@ -43,10 +49,13 @@ def test_last_tier_accepting_an_audit_sends_verdict_and_review_copy() -> None:
     request = make_request()
     request.audit = True
     step = next_step(request, judgement(0.99), threshold(0.95), tier=1, n_tiers=1)
-    assert step.verdict is not None and step.abstain is not None
+    assert step.verdict is not None
+    assert step.abstain is not None
     assert is_review_copy(step.abstain)
 
 
 def test_plain_criterion_is_unchanged() -> None:
     step = next_step(make_request(), judgement(0.99), threshold(0.95), tier=1, n_tiers=2)
-    assert step.verdict is not None and step.escalation is None and step.abstain is None
+    assert step.verdict is not None
+    assert step.escalation is None
+    assert step.abstain is None

@@ -54,9 +54,12 @@ def test_risk_report_states() -> None:
     assert risk_report("1", [], 0.1, 0.1).state == "insufficient"
     assert risk_report("1", [False] * 20, 0.1, 0.1).state == "insufficient"
     within = risk_report("1", [False] * 60, 0.1, 0.1)
-    assert within.state == "within" and within.bound <= 0.1
+    assert within.state == "within"
+    assert within.bound <= 0.1
     bad = risk_report("1", [False] * 200 + [True, False, False] * 60, 0.1, 0.1)
-    assert bad.state == "exceeded" and bad.bound > 0.1 and bad.alarmed_at is not None
+    assert bad.state == "exceeded"
+    assert bad.bound > 0.1
+    assert bad.alarmed_at is not None
 
 
 def _item(i: int, c1: float, v1: str, c2: float, v2: str, label: str) -> LabelledScores:
@@ -85,4 +88,5 @@ def test_trust_report_routes_audits_to_their_deciding_tier() -> None:
     assert (report.risks["2"].audits, report.risks["2"].disagreements) == (1, 0)
     assert (report.risks["all"].audits, report.risks["all"].disagreements) == (3, 1)
     assert report.abstained == 1
-    assert report.drift[2].live == 2 and report.drift[1].live == 4
+    assert report.drift[2].live == 2
+    assert report.drift[1].live == 4
