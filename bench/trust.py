@@ -9,7 +9,8 @@ The judge and the stream are reag.trust.simulation's (confidence uniform on
 1. stable judges (true risk among accepted criteria α/2 = 0.05, and α = 0.10,
    the worst case the promise allows): the share of runs in which the
    detector raised an alarm anywhere in the stream (should be ≤ δ), with its
-   exact 95 % interval;
+   exact 95 % interval, and how many audits the live bound needed to reach
+   the state "within" (bound ≤ α);
 2. a judge whose risk jumps from α/2 to 2α at audit 2,000: the share of runs
    caught, false alarms before the jump, and the detection delay after the
    jump in audits (and criteria at 2 %), as quantiles;
@@ -22,18 +23,32 @@ The judge and the stream are reag.trust.simulation's (confidence uniform on
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
 import numpy as np
+from numpy.typing import NDArray
 
 from reag.calibration.bounds import clopper_pearson_interval
+from reag.trust.sequence import log_mixture_below
 from reag.trust.simulation import Scenario, first_alarms, recalibrate_after_alarm, streams
 
 
 def _share(hits: int, runs: int) -> str:
     low, high = clopper_pearson_interval(hits, runs)
     return f"{hits}/{runs} = {hits / runs:.3f} [95 % CI {low:.3f}, {high:.3f}]"
+
+
+def _first_within(
+    accepted: NDArray[np.bool_], wrong: NDArray[np.bool_], alpha: float, delta: float
+) -> NDArray[np.int64]:
+    """Per run, the audit index at which the live bound first fell to α (−1: never)."""
+    n = np.cumsum(accepted, axis=1)
+    k = np.cumsum(accepted & wrong, axis=1)
+    # bound ≤ α ⟺ the mixture against α has reached 1/δ (reag.trust.sequence)
+    done = (log_mixture_below(k, n, alpha) >= math.log(1 / delta)) & (n > 0)
+    return np.where(done.any(axis=1), np.argmax(done, axis=1), -1)
 
 
 def run() -> None:
@@ -51,10 +66,17 @@ def run() -> None:
         s = Scenario(risk_before=risk, risk_after=None)
         c, w = streams(rng, s, runs)
         any_alarm = first_alarms(c >= s.threshold, w, s.alpha, s.delta) >= 0
+        within = _first_within(c >= s.threshold, w, s.alpha, s.delta)
         print(
             f"stable judge, true risk {risk:.2f}: false alarm over the whole stream in "
             f"{_share(int(any_alarm.sum()), runs)} (allowed δ = {s.delta}); "
             f"{time.perf_counter() - started:.0f} s"
+        )
+        reached = within[within >= 0]
+        print(
+            f"  state 'within' (bound ≤ α) reached in {_share(reached.size, runs)}; audits "
+            "needed (p10/p50/p90): "
+            + (" / ".join(f"{v:.0f}" for v in np.percentile(reached, (10, 50, 90))) or "-")
         )
     s = base
     c, w = streams(rng, s, runs)
