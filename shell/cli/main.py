@@ -30,6 +30,7 @@ _COMMAND_MODULES = (
     "shell.cli.calibrate",  # calibrate, sweep
     "shell.cli.results",  # results, gate
     "shell.cli.review",  # review
+    "shell.cli.trust",  # trust
     "shell.cli.spec",  # spec draft/eval
     "shell.cli.llm",  # llm probe/score/serve
 )

@@ -219,9 +219,10 @@ async def test_calibrator_dead_letters_itemless_reviews_and_recalibrates_after_m
     async def on_letter(body: bytes) -> None:
         letters.append(pb.DeadLetter.FromString(body))
 
-    def review(i: int, *, with_item: bool = True) -> bytes:
+    def review(i: int, *, with_item: bool = True, audit: bool = True) -> bytes:
         marker = "SURE-YES" if i % 2 == 0 else "SURE-NO"
         item = make_request(f"answer {i}: {marker}", app="cal-app", case=f"r{i}")
+        item.audit = audit
         event = pb.Review(
             criterion_id=f"r{i}/c0", label=pb.LABEL_YES if i % 2 == 0 else pb.LABEL_NO
         )
@@ -236,13 +237,20 @@ async def test_calibrator_dead_letters_itemless_reviews_and_recalibrates_after_m
         for i in range(3):
             await test_broker.publish(review(i), REVIEWS + SUFFIX)
         await test_broker.publish(review(2), REVIEWS + SUFFIX)  # the same criterion again
+        for i in range(10, 16):  # reviewed abstentions: kept, never in the risk estimate
+            await test_broker.publish(review(i, audit=False), REVIEWS + SUFFIX)
         assert thresholds == []
         await test_broker.publish(review(3), REVIEWS + SUFFIX)
         assert [t.tier for t in thresholds] == [1, 2, 3]
-    assert thresholds[0].n_calibration == 4
+    assert thresholds[0].n_calibration == 4  # the audits only
     assert all(t.min_accepted == 3 for t in thresholds)  # the settings' rule
-    assert store.count_items("cal-app") == 4
-    assert sample("reag_calibration_items", app="cal-app") == 4.0
+    assert store.count_items("cal-app") == 10
+    assert store.count_items("cal-app", sources=("review",)) == 6
+    assert sample("reag_calibration_items", app="cal-app") == 10.0
+    # the four audits were counted (no thresholds then: every tier would abstain) and the
+    # new thresholds start an epoch with no audits yet
+    assert sample("reag_audits_total", app="cal-app", tier="none") == 4.0
+    assert sample("reag_trust_insufficient", app="cal-app", tier="all") == 1.0
 
 
 def test_the_embedded_default_is_the_one_judge_the_sweep_chose(
