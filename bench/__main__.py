@@ -19,6 +19,7 @@ MODULES = (
     "bench.cascade",
     "bench.recorder",
     "bench.trust",
+    "bench.trust_stack",
 )
 
 
