@@ -87,6 +87,36 @@ async def test_a_two_tier_cascade_sends_its_second_tiers_doubts_to_review() -> N
     assert [a.tier for a in abstains[0].request.history] == [2]
 
 
+async def test_tier_one_audits_a_criterion_and_sends_it_on_even_when_it_accepts() -> None:
+    settings = JudgeSettings(
+        tier=1, tier_models="fake:tier3,fake:tier3", topic_suffix=SUFFIX, audit_rate=1.0
+    )
+    deps = judge_deps(settings)
+    broker = KafkaBroker()
+    broker.include_router(build_router(settings, deps))
+    verdicts: list[pb.Verdict] = []
+    onward: list[pb.JudgeRequest] = []
+
+    @broker.subscriber(VERDICTS + SUFFIX)
+    async def on_verdict(body: bytes) -> None:
+        verdicts.append(pb.Verdict.FromString(body))
+
+    @broker.subscriber(JUDGE_TIER[2] + SUFFIX)
+    async def on_tier2(body: bytes) -> None:
+        onward.append(pb.JudgeRequest.FromString(body))
+
+    app = "audit-app"
+    async with TestKafkaBroker(broker) as test_broker:
+        th = pb.Threshold(app=app, tier=1, model="fake:tier3", has_threshold=True, threshold=0.9)
+        JudgeIdentity.of_judge(await deps.judge_for(app, settings)).stamp(th)
+        th.computed_at.seconds = 5
+        await test_broker.publish(th.SerializeToString(), THRESHOLDS + SUFFIX)
+        request = make_request("Sugar is 30 g. SURE-NO", app=app, case="c-audit")
+        await test_broker.publish(request.SerializeToString(), JUDGE_TIER[1] + SUFFIX)
+    assert [(v.tier, v.audit) for v in verdicts] == [(1, True)]
+    assert [(r.audit, [a.accepted for a in r.history]) for r in onward] == [(True, [True])]
+
+
 def test_a_tier_without_threshold_says_so_at_start(caplog: pytest.LogCaptureFixture) -> None:
     settings = JudgeSettings(tier=3, topic_suffix=SUFFIX)
     deps = judge_deps(settings)
