@@ -74,7 +74,7 @@ def _env(name: str, default: str) -> str:
 
 
 async def _calibrate_on_rest(
-    app: str, held_out: int, seed: int, alpha: float
+    app: str, held_out: int, seed: int, alpha: float, bootstrap: str
 ) -> list[tuple[pb.JudgeRequest, pb.Label.ValueType]]:
     """Calibrate on the labelled set less ``held_out`` items; return those items and labels."""
     from reag.apps import load_app
@@ -126,7 +126,7 @@ async def _calibrate_on_rest(
     for t in result.thresholds:
         state = f"λ̂={t.threshold:.3f}" if t.has_threshold else f"none ({t.reason})"
         print(f"  tier {t.tier}: {state} on {t.n_calibration} items", flush=True)
-    await publish_thresholds(KafkaSettings(), result.thresholds)
+    await publish_thresholds(KafkaSettings(bootstrap_servers=bootstrap), result.thresholds)
     return [
         (i.request, pb.LABEL_YES if i.label == "YES" else pb.LABEL_NO)
         for i in items
@@ -156,7 +156,7 @@ def _live(
     return live, gold
 
 
-async def _send(requests: list[pb.JudgeRequest]) -> None:
+async def _send(requests: list[pb.JudgeRequest], bootstrap: str) -> None:
     from aiokafka import AIOKafkaProducer
 
     from services.kit.admin import client_options
@@ -164,7 +164,8 @@ async def _send(requests: list[pb.JudgeRequest]) -> None:
     from services.kit.settings import KafkaSettings
     from services.kit.topology import JUDGE_TIER
 
-    producer = AIOKafkaProducer(acks="all", **client_options(KafkaSettings()))
+    kafka = KafkaSettings(bootstrap_servers=bootstrap)
+    producer = AIOKafkaProducer(acks="all", **client_options(kafka))
     await producer.start()
     try:
         for r in requests:
@@ -230,11 +231,11 @@ async def _main(state_dir: Path) -> int:
     os.environ["REAG_KAFKA__BOOTSTRAP_SERVERS"] = state.bootstrap
     try:
         print(f"calibrating on the labelled set less {held_out} items (α={alpha})", flush=True)
-        held = await _calibrate_on_rest(app, held_out, seed, alpha)
+        held = await _calibrate_on_rest(app, held_out, seed, alpha, state.bootstrap)
         live, gold = _live(held, f"{seed}-{int(time.time())}")
         audits = sum(is_audit(c, rate) for c in gold)
         print(f"sending {len(live)} live criteria ({audits} will be audits)", flush=True)
-        await _send(live)
+        await _send(live, state.bootstrap)
         reviewer = GoldReviewer(gold)
         idle = float(_env("REAG_BENCH_TRUST_STACK_IDLE_S", "240"))
         labelled = await _review(reviewer, idle)
