@@ -237,7 +237,7 @@ async def _main(state_dir: Path) -> int:
         print(f"sending {len(live)} live criteria ({audits} will be audits)", flush=True)
         await _send(live, state.bootstrap)
         reviewer = GoldReviewer(gold)
-        idle = float(_env("REAG_BENCH_TRUST_STACK_IDLE_S", "240"))
+        idle = float(_env("REAG_BENCH_TRUST_STACK_IDLE_S", "900"))
         labelled = await _review(reviewer, idle)
         print(
             f"scripted reviewer labelled {labelled} criteria (abstentions and audits)", flush=True

@@ -421,6 +421,15 @@ class CalibrationStore:
             latest[(row.app, row.tier)] = row.threshold_pb
         return [pb.Threshold.FromString(latest[key]) for key in sorted(latest)]
 
+    def threshold_prompt_versions(self, app: str) -> dict[int, str]:
+        """The prompt version (with N, K and the example sets' digest) of each tier's newest
+        threshold: the key its calibration scores are stored under."""
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(ThresholdRow).where(ThresholdRow.app == app).order_by(ThresholdRow.id)
+            ).all()
+        return {row.tier: row.prompt_version for row in rows}
+
     def last_calibrated_at(self, app: str) -> datetime | None:
         with self._sessions() as session:
             value = session.scalar(

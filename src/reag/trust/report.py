@@ -30,8 +30,10 @@ def calibration_scores(
     store: CalibrationStore, app: str, thresholds: dict[int, pb.Threshold], exclude: set[str]
 ) -> list[LabelledScores]:
     """The exchangeable calibration items with every score the fit had, tier by tier."""
+    versions = store.threshold_prompt_versions(app)
     by_tier = {
-        tier: store.scores(app, tier, t.model, t.prompt_version) for tier, t in thresholds.items()
+        tier: store.scores(app, tier, t.model, versions.get(tier, t.prompt_version))
+        for tier, t in thresholds.items()
     }
     out = []
     for item in store.items(app, sources=EXCHANGEABLE):

@@ -26,9 +26,13 @@ def request(i: int, persona: str = "p1") -> pb.JudgeRequest:
     return r
 
 
+FULL_VERSION = "judge-prompt-v9.n1k3"
+
+
 def stored(i: int, confidence: float, verdict: Label) -> StoredScore:
+    c = confidence
     return StoredScore(
-        APP, 1, "m1", "v1", f"cal{i}", verdict, confidence, (confidence,), "logprobs", 0, 0, 0, 0, 1
+        APP, 1, "m1", FULL_VERSION, f"cal{i}", verdict, confidence, (c,), "logprobs", 0, 0, 0, 0, 1
     )
 
 
@@ -63,7 +67,7 @@ def test_report_counts_only_this_epochs_audits_and_exports_gauges(tmp_path: Path
         app=APP,
         tier=1,
         model="m1",
-        prompt_version="v1",
+        prompt_version="judge-prompt-v9",  # the template; scores are under the full version
         has_threshold=True,
         threshold=0.9,
         alpha=0.1,
@@ -71,7 +75,7 @@ def test_report_counts_only_this_epochs_audits_and_exports_gauges(tmp_path: Path
         mode="cascade",
     )
     threshold.computed_at.FromDatetime(datetime.now(UTC))
-    store.record_thresholds([threshold], prompt_version="v1", trigger="cli")
+    store.record_thresholds([threshold], prompt_version="judge-prompt-v9.n1k3", trigger="cli")
     for i in range(1, 61):
         audit = audit_from_review(audit_review(i, 0.95, "YES", "YES"))
         assert audit is not None
