@@ -18,6 +18,8 @@ MODULES = (
     "bench.generation",
     "bench.cascade",
     "bench.recorder",
+    "bench.trust",
+    "bench.trust_stack",
 )
 
 

@@ -16,7 +16,7 @@ from reag.judging.judge import TierJudge
 from reag.labelled.clients import build_judges, make_tier_clients
 from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
-from services.calibrator.handlers import CalibratorDeps, build_router
+from services.calibrator.handlers import CalibratorDeps, build_router, watch_trust
 from services.calibrator.publish import publish_thresholds
 from services.calibrator.settings import CalibratorSettings
 from services.kit.app import make_app
@@ -76,6 +76,8 @@ def create_app(
 
     async def start() -> None:
         await republish_latest(settings, calibration, tier_clients)
+        for app in await asyncio.to_thread(deps.audits.apps):
+            await asyncio.to_thread(watch_trust, settings, deps, app)
 
     async def stop() -> None:
         for client in tier_clients:

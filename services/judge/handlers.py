@@ -27,6 +27,7 @@ from reag.judging.telemetry import (
     observe_threshold,
 )
 from reag.llm.client import LLMClient
+from reag.trust.audit import is_audit
 from reag.v1 import events_pb2 as pb
 from services.judge.settings import JudgeSettings
 from services.kit.consume import Emit, consume
@@ -177,8 +178,10 @@ def build_router(settings: JudgeSettings, deps: JudgeDeps) -> KafkaRouter:
         delivery=settings.delivery,
         group_id=f"{spec.name}{suffix}",
     )
-    async def judge_criterion(request: pb.JudgeRequest) -> Emit:
+    async def judge_criterion(request: pb.JudgeRequest) -> list[Emit]:
         app = request.meta.app
+        if tier == 1 and not request.history:
+            request.audit = is_audit(request.criterion.criterion_id, settings.audit_rate)
         observe_request(app, tier)
         judge = await deps.judge_for(app, settings)
         threshold = deps.usable_threshold(app, judge, spec.name)
@@ -196,12 +199,14 @@ def build_router(settings: JudgeSettings, deps: JudgeDeps) -> KafkaRouter:
             judgement.verdict,
         )
         key = request.meta.case_id
+        emits = []
         if step.verdict is not None:
-            return Emit(VERDICTS + suffix, step.verdict, key)
+            emits.append(Emit(VERDICTS + suffix, step.verdict, key))
         if step.escalation is not None:
-            return Emit(onward, step.escalation, key)
-        assert step.abstain is not None
-        return Emit(onward, step.abstain, key)
+            emits.append(Emit(onward, step.escalation, key))
+        if step.abstain is not None:
+            emits.append(Emit(onward, step.abstain, key))
+        return emits
 
     @consume(
         router,

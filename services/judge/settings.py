@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from reag.judging.settings import N_TIERS, CascadeSettings
+from reag.trust.audit import DEFAULT_AUDIT_RATE
 from services.kit.settings import ServiceSettings
 
 
@@ -26,6 +27,17 @@ class JudgeSettings(ServiceSettings, CascadeSettings):
         description=(
             "This tier's model, overriding its entry in REAG_TIER_MODELS; unset: that "
             "entry, else the LLM layer's default (local:gemma-3-270m, no judging skill)."
+        ),
+    )
+
+    audit_rate: float = Field(
+        default=DEFAULT_AUDIT_RATE,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of all criteria audited (REAG_AUDIT_RATE): picked by tier 1 from the "
+            "criterion id before any tier decides, scored by every tier and sent to review, "
+            "so the live risk can be checked (reag.trust). 0 turns audits off."
         ),
     )
 

@@ -31,6 +31,7 @@ _COMMAND_MODULES = (
     "shell.cli.results",  # results, gate
     "shell.cli.report",  # report --html
     "shell.cli.review",  # review
+    "shell.cli.trust",  # trust
     "shell.cli.spec",  # spec draft/eval
     "shell.cli.llm",  # llm probe/score/serve
     "shell.cli.dlq",  # dlq list/show/replay

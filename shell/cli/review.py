@@ -48,8 +48,8 @@ def review(
         str, typer.Option("--group", help="Consumer group; reviewers in one group share cases.")
     ] = "reag-review",
 ) -> None:
-    """Show each abstained criterion (response, persona, evidence, every tier's verdict) and
-    publish the reviewer's YES/NO to reag.reviews.v1."""
+    """Show each abstained or audited criterion (response, persona, evidence) blind, publish
+    the reviewer's YES/NO to reag.reviews.v1, then show every tier's verdict."""
     from reag.review.labels import Labeler, LabelFileError, ScriptedLabeler, TerminalLabeler
     from reag.review.session import review_loop
     from services.kit.settings import ServiceSettings

@@ -235,3 +235,33 @@ PARK_EXITS = Counter(
     "moved to another instance, which reads the event again).",
     ["service", "topic", "outcome"],
 )
+
+# --- Trust in production (reag.trust): audits, live risk bounds, drift ---------------
+AUDITS = Counter(
+    "reag_audits_total",
+    "Audited criteria labelled by a reviewer, by the tier that decided them under the "
+    "thresholds in force (1..3, or none when every tier would abstain).",
+    ["app", "tier"],
+)
+TRUST_RISK_BOUND = Gauge(
+    "reag_trust_risk_bound",
+    "Anytime-valid (1-δ) upper bound on the disagreement among audited criteria that the "
+    "current thresholds accept, per tier (1..3) and for the whole accepted set (all).",
+    ["app", "tier"],
+)
+TRUST_ALPHA = Gauge(
+    "reag_trust_alpha",
+    "The α the thresholds in force promise; the bound is compared with it.",
+    ["app", "tier"],
+)
+TRUST_INSUFFICIENT = Gauge(
+    "reag_trust_insufficient",
+    "1 while the audits cannot yet say whether the risk is within α or above it.",
+    ["app", "tier"],
+)
+TRUST_DRIFT_ALARM = Gauge(
+    "reag_trust_drift_alarm",
+    "1 when live audits have drifted from the calibration set, by kind (confidence, persona, "
+    "criterion_type), tested on a declared schedule with δ split across the looks.",
+    ["app", "tier", "kind"],
+)

@@ -42,7 +42,12 @@ from reag.calibration.scores import Label, ScoreRecord
 from reag.storage import Base, open_store
 from reag.v1 import events_pb2 as pb
 
-Source = Literal["file", "review"]
+Source = Literal["file", "review", "audit"]
+# Labels that are a uniform sample of traffic: a labelled file (the calibration set, or
+# any uniform sample a team labels) and audits (reag.trust.audit). Reviewed abstentions
+# ("review") are the items no tier accepted, harder than traffic: they join the
+# annotators' example pool but never the risk estimate (docs/calibration.md).
+EXCHANGEABLE: tuple[Source, ...] = ("file", "audit")
 
 
 def _utc(value: datetime) -> datetime:
@@ -177,7 +182,7 @@ def _as_label(value: str) -> Label:
 
 
 def _item(row: CalibrationItemRow) -> CalibrationItem:
-    source: Source = "review" if row.source == "review" else "file"
+    source: Source = row.source if row.source in ("review", "audit") else "file"  # type: ignore[assignment]
     return CalibrationItem(
         app=row.app,
         item_id=row.item_id,
@@ -211,7 +216,11 @@ def _score(row: JudgeScoreRow) -> StoredScore:
 
 
 def item_from_review(review: pb.Review) -> CalibrationItem:
-    """A reviewed criterion as a calibration item; its id is the criterion id."""
+    """A reviewed criterion as a calibration item; its id is the criterion id.
+
+    An audit (picked at random before any tier decided) is exchangeable with traffic
+    and is stored as ``audit``; any other review is a reviewed abstention, ``review``.
+    """
     request = pb.JudgeRequest()
     request.CopyFrom(review.item)
     del request.history[:]  # the tiers' opinions are not part of the item
@@ -221,7 +230,7 @@ def item_from_review(review: pb.Review) -> CalibrationItem:
         label="YES" if review.label == pb.LABEL_YES else "NO",
         persona_category=request.persona.category_id,
         request=request,
-        source="review",
+        source="audit" if review.item.audit else "review",
         explanation=review.comment,
         reviewer=review.reviewer,
     )
@@ -283,22 +292,30 @@ class CalibrationStore:
                     unchanged.append(item.item_id)
         return AddReport(added, relabelled, unchanged)
 
-    def items(self, app: str) -> list[CalibrationItem]:
+    def items(self, app: str, *, sources: Sequence[Source] | None = None) -> list[CalibrationItem]:
+        """The app's items, or only those from ``sources`` (``EXCHANGEABLE`` for fitting)."""
         with self._sessions() as session:
-            rows = session.scalars(
-                select(CalibrationItemRow)
-                .where(CalibrationItemRow.app == app)
-                .order_by(CalibrationItemRow.item_id)
-            ).all()
+            query = select(CalibrationItemRow).where(CalibrationItemRow.app == app)
+            if sources is not None:
+                query = query.where(CalibrationItemRow.source.in_(sources))
+            rows = session.scalars(query.order_by(CalibrationItemRow.item_id)).all()
             return [_item(r) for r in rows]
 
-    def count_items(self, app: str, *, added_after: datetime | None = None) -> int:
+    def count_items(
+        self,
+        app: str,
+        *,
+        added_after: datetime | None = None,
+        sources: Sequence[Source] | None = None,
+    ) -> int:
         with self._sessions() as session:
             query = (
                 select(func.count())
                 .select_from(CalibrationItemRow)
                 .where(CalibrationItemRow.app == app)
             )
+            if sources is not None:
+                query = query.where(CalibrationItemRow.source.in_(sources))
             if added_after is not None:
                 query = query.where(CalibrationItemRow.added_at > added_after)
             return int(session.scalar(query) or 0)
@@ -403,6 +420,15 @@ class CalibrationStore:
         for row in rows:
             latest[(row.app, row.tier)] = row.threshold_pb
         return [pb.Threshold.FromString(latest[key]) for key in sorted(latest)]
+
+    def threshold_prompt_versions(self, app: str) -> dict[int, str]:
+        """The prompt version (with N, K and the example sets' digest) of each tier's newest
+        threshold: the key its calibration scores are stored under."""
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(ThresholdRow).where(ThresholdRow.app == app).order_by(ThresholdRow.id)
+            ).all()
+        return {row.tier: row.prompt_version for row in rows}
 
     def last_calibrated_at(self, app: str) -> datetime | None:
         with self._sessions() as session:

@@ -4,6 +4,12 @@ Whatever happens, this tier's attempt is appended to the request's history,
 and the cost that travels on is the sum over the whole history: a criterion
 that reaches tier 3 has paid for tiers 1, 2 and 3 (the review's point about
 the paper's table 3).
+
+An audited criterion (``JudgeRequest.audit``, picked by ``reag.trust.audit``
+before tier 1) goes through every tier whatever they decide: the cascade's
+verdict still goes out at the tier that accepts it, and the criterion
+carries on, so every tier's score is known for it; after the last tier it
+goes to review as well. Tiers after the deciding one record "audited".
 """
 
 from __future__ import annotations
@@ -15,12 +21,16 @@ from reag.judging.decision import accepts
 from reag.judging.judge import Judgement, label_to_pb
 from reag.v1 import events_pb2 as pb
 
-Decision = Literal["accepted", "escalated", "abstained"]
+Decision = Literal["accepted", "escalated", "abstained", "audited"]
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """The outcome of one tier on one criterion; exactly one of the messages is set."""
+    """The outcome of one tier on one criterion.
+
+    Exactly one message is set, except for an audit: a verdict can then travel with the
+    escalation (or, after the last tier, with the review copy in ``abstain``).
+    """
 
     decision: Decision
     attempt: pb.TierAttempt
@@ -64,6 +74,32 @@ def _abstain_reason(history: list[pb.TierAttempt]) -> str:
     return "no tier was confident enough: " + "; ".join(parts)
 
 
+def _verdict(
+    request: pb.JudgeRequest,
+    judgement: Judgement,
+    threshold: pb.Threshold,
+    *,
+    tier: int,
+    history: list[pb.TierAttempt],
+    cumulative: float,
+) -> pb.Verdict:
+    return pb.Verdict(
+        meta=request.meta,
+        criterion_id=request.criterion.criterion_id,
+        oracle_id=request.oracle_id,
+        n_criteria=request.n_criteria,
+        label=label_to_pb(judgement.verdict),
+        tier=tier,
+        confidence=judgement.confidence,
+        threshold=threshold.threshold,
+        history=history,
+        cumulative_cost_usd=cumulative,
+        criterion=request.criterion,
+        evidence=request.evidence,
+        audit=request.audit,
+    )
+
+
 def next_step(
     request: pb.JudgeRequest,
     judgement: Judgement,
@@ -77,26 +113,40 @@ def next_step(
     attempt = tier_attempt(tier, judgement, threshold, accepted)
     history = [*request.history, attempt]
     cumulative = sum(a.cost_usd for a in history)
-    if accepted:
+    decided_before = any(a.accepted for a in request.history)
+    verdict = None
+    if accepted and not decided_before:
         assert threshold is not None  # accepts() is False without one
-        verdict = pb.Verdict(
-            meta=request.meta,
-            criterion_id=request.criterion.criterion_id,
-            oracle_id=request.oracle_id,
-            n_criteria=request.n_criteria,
-            label=label_to_pb(judgement.verdict),
-            tier=tier,
-            confidence=judgement.confidence,
-            threshold=threshold.threshold,
-            history=history,
-            cumulative_cost_usd=cumulative,
-            criterion=request.criterion,
-            evidence=request.evidence,
+        verdict = _verdict(
+            request, judgement, threshold, tier=tier, history=history, cumulative=cumulative
         )
-        return Step("accepted", attempt, cumulative, verdict=verdict)
     carried = pb.JudgeRequest()
     carried.CopyFrom(request)
     carried.history.append(attempt)
+    if request.audit:
+        decision: Decision
+        if decided_before:
+            decision = "audited"
+        elif accepted:
+            decision = "accepted"
+        else:
+            decision = "escalated" if tier < n_tiers else "abstained"
+        if tier < n_tiers:
+            return Step(decision, attempt, cumulative, verdict=verdict, escalation=carried)
+        review = pb.Abstain(
+            meta=request.meta,
+            request=carried,
+            reason=(
+                "audit: a random criterion every tier scored, for review"
+                if any(a.accepted for a in history)
+                else "audit; " + _abstain_reason(history)
+            ),
+            cumulative_cost_usd=cumulative,
+            audit=True,
+        )
+        return Step(decision, attempt, cumulative, verdict=verdict, abstain=review)
+    if verdict is not None:
+        return Step("accepted", attempt, cumulative, verdict=verdict)
     if tier < n_tiers:
         return Step("escalated", attempt, cumulative, escalation=carried)
     abstain = pb.Abstain(

@@ -26,7 +26,7 @@ def observe_step(app: str, tier: int, judgement: Judgement, step: Step) -> None:
     metrics.JUDGE_CONFIDENCE.labels(t).observe(judgement.confidence)
     metrics.JUDGE_COST.labels(t).inc(judgement.cost_usd)
     metrics.JUDGE_LATENCY.labels(t).observe(judgement.latency_s)
-    if step.decision != "escalated":
+    if step.decision not in ("escalated", "audited"):
         metrics.CRITERION_COST.labels(step.decision).observe(step.cumulative_cost_usd)
 
 

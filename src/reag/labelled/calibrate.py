@@ -16,7 +16,7 @@ from reag import metrics
 from reag.calibration.cascade import CascadeCalibration
 from reag.calibration.errors import CalibrationError
 from reag.calibration.scores import ScoreRecord
-from reag.calibration.store import CalibrationStore
+from reag.calibration.store import EXCHANGEABLE, CalibrationStore
 from reag.judging.judge import TierJudge
 from reag.judging.settings import CascadeSettings
 from reag.labelled.clients import build_judges
@@ -41,6 +41,8 @@ class LabelledCalibration:
     stats: ScoringStats
     snapshots: tuple[SnapshotReport, ...] = ()
     annotators: tuple[int, ...] = ()  # N per tier
+    # Reviewed abstentions in the store, left out of the fit (not exchangeable with traffic).
+    reviewed_abstentions: int = 0
 
     def model_note(self) -> str:
         """Says plainly when the tiers are one judge twice: then escalation adds nothing."""
@@ -67,11 +69,15 @@ async def calibrate_app(
     progress: Progress | None = None,
 ) -> LabelledCalibration:
     """Score what is missing, fit every tier, and record the thresholds in the history."""
-    items = store.items(app)
+    # Only exchangeable labels enter the risk estimate: the labelled set and audits.
+    # Reviewed abstentions stay in the store for the annotators' examples (reported).
+    items = store.items(app, sources=EXCHANGEABLE)
+    left_out = store.count_items(app) - len(items)
     if not items:
         raise CalibrationError(
-            f"the calibration store has no labelled items for app {app!r}; add some with "
-            "`reag calibrate --labels FILE` or through reviews"
+            f"the calibration store has no exchangeable labelled items for app {app!r} "
+            f"({left_out} reviewed abstentions, which never enter the risk estimate); add "
+            "some with `reag calibrate --labels FILE` or through audits (REAG_AUDIT_RATE)"
         )
     stats = ScoringStats()
     records = await score_for_calibration(
@@ -85,7 +91,15 @@ async def calibrate_app(
     metrics.CALIBRATION_RUNS.labels(trigger).inc()
     annotators = tuple(j.config.n_annotators for j in judges)
     return LabelledCalibration(
-        app, calibration, thresholds, records, models, version, stats, annotators=annotators
+        app,
+        calibration,
+        thresholds,
+        records,
+        models,
+        version,
+        stats,
+        annotators=annotators,
+        reviewed_abstentions=left_out,
     )
 
 

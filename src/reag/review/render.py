@@ -1,5 +1,12 @@
 """One abstained criterion as a reviewer reads it in a terminal.
 
+Blind first: ``render_case`` shows the case (criterion, persona, query,
+response, evidence) and nothing any tier thought of it; ``render_judges``
+shows the tiers' verdicts, confidences, why it is here and its cost only
+after the reviewer has given a label. A label anchored on a judge's verdict
+would measure the judge against itself, and audits (``reag.trust``) must look
+exactly like abstentions so reviewers treat them alike.
+
 The user's query and the app's response are untrusted: they are shown
 verbatim but fenced and labelled as such, and stripped of control characters
 so a response cannot move the cursor, recolour the screen or fake a prompt.
@@ -37,6 +44,7 @@ def _attempt_line(attempt: pb.TierAttempt, *, last: bool) -> str:
 
 
 def render_case(abstain: pb.Abstain, *, position: int | None = None) -> str:
+    """The case, blind: no tier's verdict, confidence or reason, and no sign of an audit."""
     request = abstain.request
     criterion = request.criterion
     meta = abstain.meta
@@ -64,12 +72,20 @@ def render_case(abstain: pb.Abstain, *, position: int | None = None) -> str:
         f'  - [{clean(e.doc_id)}] "{clean(e.sentence)}"' + (f" — {clean(e.why)}" if e.why else "")
         for e in request.evidence
     ] or ["  (none cited)"]
-    lines += ["", "Judges:"]
+    return "\n".join(lines)
+
+
+def render_judges(abstain: pb.Abstain) -> str:
+    """What the tiers made of it, for after the label: verdicts, confidences, reason, cost."""
+    request = abstain.request
+    lines = ["Judges (shown after your label):"]
     history = list(request.history)
     lines += [
         _attempt_line(attempt, last=i == len(history) - 1) for i, attempt in enumerate(history)
     ] or ["  (no tier ran)"]
-    if abstain.reason:
+    if abstain.audit:
+        lines.append("Why it is here: a random audit of live traffic, labelled by you blind")
+    elif abstain.reason:
         lines.append(f"Why it is here: {clean(abstain.reason)}")
     cost = abstain.cumulative_cost_usd or sum(a.cost_usd for a in history)
     lines.append(f"Judging cost so far: ${cost:.6f} (every tier that ran)")

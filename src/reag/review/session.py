@@ -1,5 +1,8 @@
 """The review loop: one abstained criterion at a time, a label published for each decision.
 
+Blind: the tiers' verdicts and confidences are shown only once the label is
+published (``reag.review.render``); a skipped case never shows them.
+
 Kafka-free: items come from an ``AbstainSource`` and labels go to a
 ``ReviewSink`` (``shell/kafka_io/review.py`` implements both over Kafka;
 tests use lists). The source is told to commit only after a label has been
@@ -18,7 +21,7 @@ from typing import Protocol, TextIO
 from google.protobuf.message import DecodeError
 
 from reag.review.labels import Labeler
-from reag.review.render import LABELS, render_case
+from reag.review.render import LABELS, render_case, render_judges
 from reag.v1 import events_pb2 as pb
 
 
@@ -137,6 +140,7 @@ class _Session:
         stats.labelled += 1
         stats.labels[criterion_id] = decision.label
         self.say(f"labelled {criterion_id} {LABELS.get(decision.label, '?')} as {self.reviewer}")
+        self.say(render_judges(abstain))
         return True
 
 

@@ -591,6 +591,7 @@ class JudgeRequest(_message.Message):
     TEST_OBJECTIVE_FIELD_NUMBER: _builtins.int
     EXPECTED_RESULTS_FIELD_NUMBER: _builtins.int
     HISTORY_FIELD_NUMBER: _builtins.int
+    AUDIT_FIELD_NUMBER: _builtins.int
     oracle_id: _builtins.str
     n_criteria: _builtins.int
     """criteria in this oracle, so the ledger knows when a case is complete"""
@@ -598,6 +599,10 @@ class JudgeRequest(_message.Message):
     actual_response: _builtins.str
     test_objective: _builtins.str
     expected_results: _builtins.str
+    audit: _builtins.bool
+    """Picked for audit (reag.trust.audit) before any tier decided: every tier scores it,
+    whatever the cascade decides, and it also goes to review.
+    """
     @_builtins.property
     def meta(self) -> Global___EventMeta: ...
     @_builtins.property
@@ -622,10 +627,11 @@ class JudgeRequest(_message.Message):
         test_objective: _builtins.str = ...,
         expected_results: _builtins.str = ...,
         history: _abc.Iterable[Global___TierAttempt] | None = ...,
+        audit: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["criterion", b"criterion", "meta", b"meta", "persona", b"persona"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["actual_response", b"actual_response", "criterion", b"criterion", "evidence", b"evidence", "expected_results", b"expected_results", "history", b"history", "meta", b"meta", "n_criteria", b"n_criteria", "oracle_id", b"oracle_id", "persona", b"persona", "query", b"query", "test_objective", b"test_objective"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actual_response", b"actual_response", "audit", b"audit", "criterion", b"criterion", "evidence", b"evidence", "expected_results", b"expected_results", "history", b"history", "meta", b"meta", "n_criteria", b"n_criteria", "oracle_id", b"oracle_id", "persona", b"persona", "query", b"query", "test_objective", b"test_objective"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -649,6 +655,7 @@ class Verdict(_message.Message):
     CUMULATIVE_COST_USD_FIELD_NUMBER: _builtins.int
     CRITERION_FIELD_NUMBER: _builtins.int
     EVIDENCE_FIELD_NUMBER: _builtins.int
+    AUDIT_FIELD_NUMBER: _builtins.int
     criterion_id: _builtins.str
     oracle_id: _builtins.str
     n_criteria: _builtins.int
@@ -658,6 +665,8 @@ class Verdict(_message.Message):
     threshold: _builtins.float
     cumulative_cost_usd: _builtins.float
     """sum over history: every call paid for"""
+    audit: _builtins.bool
+    """an audited criterion: history holds every tier's score"""
     @_builtins.property
     def meta(self) -> Global___EventMeta: ...
     @_builtins.property
@@ -683,10 +692,11 @@ class Verdict(_message.Message):
         cumulative_cost_usd: _builtins.float = ...,
         criterion: Global___Criterion | None = ...,
         evidence: _abc.Iterable[Global___Evidence] | None = ...,
+        audit: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["criterion", b"criterion", "meta", b"meta"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["confidence", b"confidence", "criterion", b"criterion", "criterion_id", b"criterion_id", "cumulative_cost_usd", b"cumulative_cost_usd", "evidence", b"evidence", "history", b"history", "label", b"label", "meta", b"meta", "n_criteria", b"n_criteria", "oracle_id", b"oracle_id", "threshold", b"threshold", "tier", b"tier"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "confidence", b"confidence", "criterion", b"criterion", "criterion_id", b"criterion_id", "cumulative_cost_usd", b"cumulative_cost_usd", "evidence", b"evidence", "history", b"history", "label", b"label", "meta", b"meta", "n_criteria", b"n_criteria", "oracle_id", b"oracle_id", "threshold", b"threshold", "tier", b"tier"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -702,8 +712,13 @@ class Abstain(_message.Message):
     REQUEST_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
     CUMULATIVE_COST_USD_FIELD_NUMBER: _builtins.int
+    AUDIT_FIELD_NUMBER: _builtins.int
     reason: _builtins.str
     cumulative_cost_usd: _builtins.float
+    audit: _builtins.bool
+    """An audit sent to review: request.history holds every tier's score, and when a tier
+    accepted it its verdict went to reag.verdicts.v1 too (then this is not an abstention).
+    """
     @_builtins.property
     def meta(self) -> Global___EventMeta: ...
     @_builtins.property
@@ -717,10 +732,11 @@ class Abstain(_message.Message):
         request: Global___JudgeRequest | None = ...,
         reason: _builtins.str = ...,
         cumulative_cost_usd: _builtins.float = ...,
+        audit: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["meta", b"meta", "request", b"request"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cumulative_cost_usd", b"cumulative_cost_usd", "meta", b"meta", "reason", b"reason", "request", b"request"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "cumulative_cost_usd", b"cumulative_cost_usd", "meta", b"meta", "reason", b"reason", "request", b"request"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -125,6 +125,7 @@ def review(i: int) -> pb.Review:
     marker = ("SURE-YES", "UNSURE", "SURE-NO", "UNSURE")[i % 4]
     label = pb.LABEL_YES if i % 4 in (0, 1) else pb.LABEL_NO
     item = judge_request(f"rev-{i:02d}", marker)
+    item.audit = True  # only exchangeable labels (audits) enter the risk estimate
     event = pb.Review(
         criterion_id=item.criterion.criterion_id, label=label, reviewer="qa", item=item
     )

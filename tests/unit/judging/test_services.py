@@ -87,6 +87,36 @@ async def test_a_two_tier_cascade_sends_its_second_tiers_doubts_to_review() -> N
     assert [a.tier for a in abstains[0].request.history] == [2]
 
 
+async def test_tier_one_audits_a_criterion_and_sends_it_on_even_when_it_accepts() -> None:
+    settings = JudgeSettings(
+        tier=1, tier_models="fake:tier3,fake:tier3", topic_suffix=SUFFIX, audit_rate=1.0
+    )
+    deps = judge_deps(settings)
+    broker = KafkaBroker()
+    broker.include_router(build_router(settings, deps))
+    verdicts: list[pb.Verdict] = []
+    onward: list[pb.JudgeRequest] = []
+
+    @broker.subscriber(VERDICTS + SUFFIX)
+    async def on_verdict(body: bytes) -> None:
+        verdicts.append(pb.Verdict.FromString(body))
+
+    @broker.subscriber(JUDGE_TIER[2] + SUFFIX)
+    async def on_tier2(body: bytes) -> None:
+        onward.append(pb.JudgeRequest.FromString(body))
+
+    app = "audit-app"
+    async with TestKafkaBroker(broker) as test_broker:
+        th = pb.Threshold(app=app, tier=1, model="fake:tier3", has_threshold=True, threshold=0.9)
+        JudgeIdentity.of_judge(await deps.judge_for(app, settings)).stamp(th)
+        th.computed_at.seconds = 5
+        await test_broker.publish(th.SerializeToString(), THRESHOLDS + SUFFIX)
+        request = make_request("Sugar is 30 g. SURE-NO", app=app, case="c-audit")
+        await test_broker.publish(request.SerializeToString(), JUDGE_TIER[1] + SUFFIX)
+    assert [(v.tier, v.audit) for v in verdicts] == [(1, True)]
+    assert [(r.audit, [a.accepted for a in r.history]) for r in onward] == [(True, [True])]
+
+
 def test_a_tier_without_threshold_says_so_at_start(caplog: pytest.LogCaptureFixture) -> None:
     settings = JudgeSettings(tier=3, topic_suffix=SUFFIX)
     deps = judge_deps(settings)
@@ -219,9 +249,10 @@ async def test_calibrator_dead_letters_itemless_reviews_and_recalibrates_after_m
     async def on_letter(body: bytes) -> None:
         letters.append(pb.DeadLetter.FromString(body))
 
-    def review(i: int, *, with_item: bool = True) -> bytes:
+    def review(i: int, *, with_item: bool = True, audit: bool = True) -> bytes:
         marker = "SURE-YES" if i % 2 == 0 else "SURE-NO"
         item = make_request(f"answer {i}: {marker}", app="cal-app", case=f"r{i}")
+        item.audit = audit
         event = pb.Review(
             criterion_id=f"r{i}/c0", label=pb.LABEL_YES if i % 2 == 0 else pb.LABEL_NO
         )
@@ -236,13 +267,20 @@ async def test_calibrator_dead_letters_itemless_reviews_and_recalibrates_after_m
         for i in range(3):
             await test_broker.publish(review(i), REVIEWS + SUFFIX)
         await test_broker.publish(review(2), REVIEWS + SUFFIX)  # the same criterion again
+        for i in range(10, 16):  # reviewed abstentions: kept, never in the risk estimate
+            await test_broker.publish(review(i, audit=False), REVIEWS + SUFFIX)
         assert thresholds == []
         await test_broker.publish(review(3), REVIEWS + SUFFIX)
         assert [t.tier for t in thresholds] == [1, 2, 3]
-    assert thresholds[0].n_calibration == 4
+    assert thresholds[0].n_calibration == 4  # the audits only
     assert all(t.min_accepted == 3 for t in thresholds)  # the settings' rule
-    assert store.count_items("cal-app") == 4
-    assert sample("reag_calibration_items", app="cal-app") == 4.0
+    assert store.count_items("cal-app") == 10
+    assert store.count_items("cal-app", sources=("review",)) == 6
+    assert sample("reag_calibration_items", app="cal-app") == 10.0
+    # the four audits were counted (no thresholds then: every tier would abstain) and the
+    # new thresholds start an epoch with no audits yet
+    assert sample("reag_audits_total", app="cal-app", tier="none") == 4.0
+    assert sample("reag_trust_insufficient", app="cal-app", tier="all") == 1.0
 
 
 def test_the_embedded_default_is_the_one_judge_the_sweep_chose(

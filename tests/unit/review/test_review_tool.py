@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reag.review.labels import LabelFileError, ScriptedLabeler, TerminalLabeler
-from reag.review.render import render_case
+from reag.review.render import render_case, render_judges
 from reag.review.session import SourceItem, build_review, review_loop
 from reag.v1 import events_pb2 as pb
 from tests.unit.ledger.conftest import NO, YES, Events
@@ -56,15 +56,18 @@ def abstains(n: int = 3) -> list[bytes]:
     return [ev.abstain(i).SerializeToString() for i in range(n)]
 
 
-def test_render_shows_everything_a_reviewer_needs() -> None:
+def test_render_shows_everything_a_reviewer_needs_and_no_judge_before_the_label() -> None:
     ev = Events()
     text = render_case(ev.abstain(1), position=4)
+    for hint in ("confidence", "threshold", "tier 1", "Why it is here", "model-1", "audit", "$"):
+        assert hint not in text
     assert "#4  case nutrition-0001 · criterion nutrition-0001/c1 (2 of 3)" in text
     assert "Criterion: The answer respects rule 1." in text
     assert "Persona: diabetic — Type 2 diabetic, cooks at home." in text
     assert "App response (untrusted, shown verbatim):\n  │ Pasta with cream." in text
     assert "User query (untrusted, shown verbatim):\n  │ What should I eat tonight?" in text
     assert '[requirement/r1] "Plans fit the diet." — rule' in text
+    text = render_judges(ev.abstain(1))
     assert "tier 1 model-1: YES  confidence 0.700  threshold 0.900  $0.001000  → escalated" in text
     assert "tier 3 model-3: YES  confidence 0.900  threshold 0.900  $0.004600  → gave up" in text
     assert "Why it is here: no tier was confident" in text
@@ -98,6 +101,19 @@ async def test_terminal_session_publishes_labels_and_commits_after_each() -> Non
     assert "'maybe' is not an answer" in text
     assert text.count("[y]es / [n]o / [s]kip / [q]uit") == 4
     assert "done (quit): 2 labelled, 0 skipped" in text
+    # the judges appear only after each label, never for the case left unlabelled
+    assert text.count("Judges (shown after your label):") == 2
+    first_label = text.index("labelled nutrition-0001/c0")
+    assert text.index("confidence 0.") > first_label
+
+
+def test_audit_and_abstention_look_alike_before_the_label() -> None:
+    plain = Events().abstain(1)
+    audit = Events().abstain(1)
+    audit.audit = True
+    audit.reason = "audit: a random criterion every tier scored, for review"
+    assert render_case(audit) == render_case(plain)
+    assert "random audit" in render_judges(audit)
 
 
 async def test_review_carries_the_reviewed_request_and_the_case_meta() -> None:

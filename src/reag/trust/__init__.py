@@ -1,0 +1,55 @@
+"""Trust in production: random audits, live risk bounds, drift alarms (no Kafka here).
+
+Calibration promises that accepted verdicts disagree with experts at most α
+of the time, with probability 1−δ, as long as live traffic is exchangeable
+with the calibration set. This package checks that promise after
+deployment, from a uniform random sample of criteria that every tier scores
+and a person labels (``audit``): an anytime-valid upper bound on the live
+risk and a change detector (``sequence``), drift tests against the
+calibration set on a declared schedule (``drift``), and the per-tier report
+that the calibrator exports as gauges and ``reag trust`` prints (``monitor``).
+"""
+
+from reag.trust.audit import DEFAULT_AUDIT_RATE, audit_draw, is_audit
+from reag.trust.drift import DRIFT_KINDS, DriftCheck, DriftKind, criterion_type, look_schedule
+from reag.trust.monitor import (
+    ALL,
+    LabelledScores,
+    RiskReport,
+    TierDrift,
+    TierScore,
+    TrustReport,
+    deciding_tier,
+    risk_report,
+    trust_report,
+)
+from reag.trust.sequence import (
+    ChangeDetector,
+    audits_needed,
+    detector_statistics,
+    upper_bound,
+)
+
+__all__ = [
+    "ALL",
+    "DEFAULT_AUDIT_RATE",
+    "DRIFT_KINDS",
+    "ChangeDetector",
+    "DriftCheck",
+    "DriftKind",
+    "LabelledScores",
+    "RiskReport",
+    "TierDrift",
+    "TierScore",
+    "TrustReport",
+    "audit_draw",
+    "audits_needed",
+    "criterion_type",
+    "deciding_tier",
+    "detector_statistics",
+    "is_audit",
+    "look_schedule",
+    "risk_report",
+    "trust_report",
+    "upper_bound",
+]
