@@ -13,7 +13,6 @@ from collections.abc import Callable
 from faststream.kafka import KafkaRouter
 
 from reag.ledger.store import LedgerStore, LedgerUpdate
-from reag.trust.audit import is_review_copy
 from reag.v1 import events_pb2 as pb
 from services.kit.consume import Emit, consume
 from services.kit.topology import ABSTAINS, ORACLES, RESULTS, REVIEWS, SERVICES, VERDICTS, suffixed
@@ -59,8 +58,8 @@ def build_router(settings: LedgerSettings, store: LedgerStore) -> KafkaRouter:
 
     @subscribe(ABSTAINS, pb.Abstain)
     async def record_abstain(event: pb.Abstain) -> Emit | None:
-        if is_review_copy(event):
-            return None  # an accepted audit on its way to review, not an abstention
+        # An accepted audit's copy for review is stored too: it carries the cost of the tiers
+        # that scored it after the deciding one, and never counts as an abstention.
         return emit(await asyncio.to_thread(store.record_abstain, event))
 
     @subscribe(REVIEWS, pb.Review)

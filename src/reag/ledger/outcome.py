@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from reag.trust.audit import is_review_copy
 from reag.v1 import events_pb2 as pb
 
 REVIEW_METHOD = "review"
@@ -129,11 +130,14 @@ def _criterion_result(
         result.tier = verdict.tier
         result.confidence = verdict.confidence
         result.cost_usd = verdict_cost(verdict)
+        if abstain is not None and is_review_copy(abstain):
+            # An audit: the tiers after the deciding one scored it too, and every call is paid.
+            result.cost_usd = max(result.cost_usd, abstain_cost(abstain))
         result.evidence.extend(verdict.evidence)
         result.history.extend(verdict.history)
         return result
-    if abstain is None:
-        return result
+    if abstain is None or is_review_copy(abstain):
+        return result  # an audit's copy for review: its accepted verdict is still on the way
 
     request = abstain.request
     result.abstained = True

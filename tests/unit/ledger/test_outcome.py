@@ -146,3 +146,27 @@ def test_criteria_are_ordered_by_index_and_meta_is_the_case_s(ev: Events) -> Non
     assert result.meta.case_id == ev.case_id
     assert result.meta.run_id == "run-1"
     assert not result.meta.HasField("created_at")
+
+
+def test_an_accepted_audit_costs_every_tier_that_scored_it_and_stays_accepted(ev: Events) -> None:
+    verdict = ev.verdict(0, YES, tier=1)
+    copy = ev.abstain(0)
+    copy.audit = True
+    copy.request.audit = True
+    del copy.request.history[:]
+    copy.request.history.extend(ev.attempts((1, 2, 3), (YES, YES, NO), last_accepted=False))
+    copy.request.history[0].accepted = True
+    events = CaseEvents(case_id=ev.case_id, meta=ev.meta(), oracle=ev.oracle(), n_criteria=1)
+
+    events.abstains[ev.cid(0)] = copy
+    alone = build_result(events).criteria[0]
+    assert not alone.abstained
+    assert not alone.accepted
+
+    events.verdicts[ev.cid(0)] = verdict
+    criterion = build_result(events).criteria[0]
+    assert criterion.accepted
+    assert criterion.label == YES
+    assert criterion.tier == 1
+    assert criterion.cost_usd == pytest.approx(sum(TIER_COSTS))
+    assert criterion.cost_usd > verdict.cumulative_cost_usd
