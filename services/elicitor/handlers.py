@@ -22,7 +22,7 @@ from reag.traffic.policy import PolicyDirectory
 from reag.traffic.shadow import ShadowGate
 from reag.v1 import events_pb2 as pb
 from services.elicitor.settings import ElicitorSettings
-from services.kit.codec import BadEventError
+from services.kit.codec import BadEventError, quoted_id
 from services.kit.consume import Emit, consume
 from services.kit.topology import INTENTIONS, SERVICES, TRAFFIC, suffixed
 
@@ -80,7 +80,7 @@ def build_router(
         if matcher is None:
             raise BadEventError(
                 "no_persona_categories",
-                f"app {app!r} has a corpus but no persona documents, so the user "
+                f"app {quoted_id(app)} has a corpus but no persona documents, so the user "
                 "cannot be mapped to a persona; add them (kind: persona) with `reag corpus add`",
             )
         intention, match = intention_from_traffic(event, matcher)

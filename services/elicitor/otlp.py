@@ -74,6 +74,12 @@ def build_otlp_router(
     )
     async def capture(request: ExportTraceServiceRequest) -> list[Emit]:
         conversion = traffic_from_request(request, app=otlp.app)
+        if conversion.spans == 0:
+            # The Collector never exports an empty request; bytes that parse as one are
+            # something else (another topic's event, a stray producer), found by fuzzing.
+            raise BadEventError(
+                "no_spans", "an ExportTraceServiceRequest without a single span: not OTLP traces"
+            )
         for reason, n in conversion.skipped.items():
             OTLP_SPANS_SKIPPED.labels(reason).inc(n)
         emits = []

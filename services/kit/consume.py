@@ -37,13 +37,17 @@ from reag.llm.base import (
     TransientLLMError,
 )
 from reag.v1 import events_pb2 as pb
-from services.kit.codec import BadEventError, decode_event
+from services.kit.codec import BadEventError, check_declared_type, decode_event, quoted_id
 from services.kit.topology import DLQ, ServiceSpec
 
 log = logging.getLogger("reag.consume")
 
 M = TypeVar("M", bound=Message)
 CONTENT_TYPE = "application/x-protobuf"
+# A dead letter's x-reag-llm-output header keeps only the start of the model's output:
+# enough to see how it went wrong, not a copy of text derived from a user's query and
+# profile (docs/operations.md, "What dead letters and logs keep").
+LLM_OUTPUT_EXCERPT_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,8 @@ def _classify(exc: BaseException) -> tuple[str, str, dict[str, str]]:
     if isinstance(exc, BadEventError):
         return exc.error_type, exc.reason, {}
     if isinstance(exc, StructuredOutputError):
-        return "llm_output_invalid", str(exc), {"x-reag-llm-output": exc.raw[:4000]}
+        excerpt = exc.raw[:LLM_OUTPUT_EXCERPT_CHARS]
+        return "llm_output_invalid", str(exc), {"x-reag-llm-output": excerpt}
     if isinstance(exc, BudgetExceededError):
         return "budget_exceeded", str(exc), {}
     if isinstance(exc, TransientLLMError):
@@ -206,6 +211,7 @@ def consume(
         async def process(record: Any) -> None:
             started = time.perf_counter()
             try:
+                check_declared_type(record.headers, event_type.__name__)
                 if decode is not None:
                     event = decode(record.value)
                 else:
@@ -214,8 +220,8 @@ def consume(
                 if app_known is not None and not app_known(app):
                     raise BadEventError(
                         "unknown_app",
-                        f"app {app!r} has no corpus here; add one with "
-                        f"`reag corpus add PATH... --app {app}`",
+                        f"app {quoted_id(app)} has no corpus here; add one with "
+                        "`reag corpus add PATH... --app APP`",
                     )
                 with charged_to(app):
                     outputs = _outputs(await handler(event))

@@ -11,7 +11,7 @@ from reag.corpus.model import Document
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retrieval, Retriever
 from reag.v1 import events_pb2 as pb
-from services.kit.codec import BadEventError
+from services.kit.codec import BadEventError, quoted_id
 from services.kit.consume import Emit, consume
 from services.kit.topology import INTENTIONS, INTERPRETATIONS, SERVICES, suffixed
 from services.retriever.settings import RetrieverSettings
@@ -64,7 +64,9 @@ def build_router(settings: RetrieverSettings, deps: RetrieverDeps) -> KafkaRoute
     async def interpret(event: pb.Intention) -> Emit:
         documents = deps.documents(event.meta.app)
         if not documents:
-            raise BadEventError("unknown_app", f"app {event.meta.app!r} has no corpus documents")
+            raise BadEventError(
+                "unknown_app", f"app {quoted_id(event.meta.app)} has no corpus documents"
+            )
         retrieval = await deps.retriever.retrieve(event, documents)
         if deps.reasoner is None:
             interpretation = unreasoned(event, retrieval)
