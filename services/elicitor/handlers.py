@@ -10,6 +10,7 @@ never the profile or the category (which would reveal a health condition).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from faststream.kafka import KafkaRouter
@@ -68,6 +69,11 @@ def build_router(
         scrub=lambda data: redacted_traffic_bytes(policies, data),
     )
     async def elicit(raw: pb.Traffic) -> Emit | None:
+        # Policies and persona categories are read from the store when their cache has
+        # expired: the whole step runs off the event loop.
+        return await asyncio.to_thread(admit_and_map, raw)
+
+    def admit_and_map(raw: pb.Traffic) -> Emit | None:
         event = policies.redact(raw, where="elicitor")
         app = event.meta.app
         reason = gate.admit(policies.policy(app).shadow, event)

@@ -17,6 +17,7 @@ that never see Kafka; the topology they may publish to is ``topology.SERVICES``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -170,7 +171,7 @@ def consume(
         ) -> None:
             value = record.value or b""
             if scrub is not None:
-                value = scrub(value)
+                value = await asyncio.to_thread(scrub, value)
                 extra = {k: v for k, v in extra.items() if k != "x-reag-llm-output"}
             letter = pb.DeadLetter(
                 service=spec.name,
@@ -217,7 +218,8 @@ def consume(
                 else:
                     event = decode_event(record.value, event_type, max_bytes=max_event_bytes)
                 app = getattr(getattr(event, "meta", None), "app", "")
-                if app_known is not None and not app_known(app):
+                # The check may read the store (a cache miss): off the event loop.
+                if app_known is not None and not await asyncio.to_thread(app_known, app):
                     raise BadEventError(
                         "unknown_app",
                         f"app {quoted_id(app)} has no corpus here; add one with "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -62,7 +63,7 @@ def build_router(settings: RetrieverSettings, deps: RetrieverDeps) -> KafkaRoute
         app_known=lambda app: bool(deps.documents(app)),
     )
     async def interpret(event: pb.Intention) -> Emit:
-        documents = deps.documents(event.meta.app)
+        documents = await asyncio.to_thread(deps.documents, event.meta.app)
         if not documents:
             raise BadEventError(
                 "unknown_app", f"app {quoted_id(event.meta.app)} has no corpus documents"
