@@ -48,3 +48,9 @@ clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .reag
 
 .PHONY: help install proto demo test test-fast lint bench up down status clean chaos
+
+fuzz: install ## hostile payloads: 1,000 per topic in process, 50 per topic over the broker (prints counts)
+	REAG_FUZZ_EXAMPLES=1000 REAG_FUZZ_BROKER_SAMPLE=50 $(PY) -m pytest -s -q -p no:logging \
+		tests/unit/services/test_fuzz_consumers.py tests/integration/kit/test_fuzz_real_broker.py
+
+.PHONY: fuzz

@@ -10,6 +10,7 @@ never the profile or the category (which would reveal a health condition).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from faststream.kafka import KafkaRouter
@@ -22,7 +23,7 @@ from reag.traffic.policy import PolicyDirectory
 from reag.traffic.shadow import ShadowGate
 from reag.v1 import events_pb2 as pb
 from services.elicitor.settings import ElicitorSettings
-from services.kit.codec import BadEventError
+from services.kit.codec import BadEventError, quoted_id
 from services.kit.consume import Emit, consume
 from services.kit.topology import INTENTIONS, SERVICES, TRAFFIC, suffixed
 
@@ -69,6 +70,11 @@ def build_router(
         scrub=lambda data: redacted_traffic_bytes(policies, data),
     )
     async def elicit(raw: pb.Traffic) -> Emit | None:
+        # Policies and persona categories are read from the store when their cache has
+        # expired: the whole step runs off the event loop.
+        return await asyncio.to_thread(admit_and_map, raw)
+
+    def admit_and_map(raw: pb.Traffic) -> Emit | None:
         event = policies.redact(raw, where="elicitor")
         app = event.meta.app
         reason = gate.admit(policies.policy(app).shadow, event)
@@ -81,7 +87,7 @@ def build_router(
         if matcher is None:
             raise BadEventError(
                 "no_persona_categories",
-                f"app {app!r} has a corpus but no persona documents, so the user "
+                f"app {quoted_id(app)} has a corpus but no persona documents, so the user "
                 "cannot be mapped to a persona; add them (kind: persona) with `reag corpus add`",
             )
         intention, match = intention_from_traffic(event, matcher)

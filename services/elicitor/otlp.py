@@ -21,6 +21,7 @@ ones.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
@@ -74,7 +75,18 @@ def build_otlp_router(
         scrub=default_redactor.raw,
     )
     async def capture(request: ExportTraceServiceRequest) -> list[Emit]:
+        # Apps and policies are read from the store when their cache has expired: the
+        # whole step runs off the event loop.
+        return await asyncio.to_thread(convert, request)
+
+    def convert(request: ExportTraceServiceRequest) -> list[Emit]:
         conversion = traffic_from_request(request, app=otlp.app)
+        if conversion.spans == 0:
+            # The Collector never exports an empty request; bytes that parse as one are
+            # something else (another topic's event, a stray producer), found by fuzzing.
+            raise BadEventError(
+                "no_spans", "an ExportTraceServiceRequest without a single span: not OTLP traces"
+            )
         for reason, n in conversion.skipped.items():
             OTLP_SPANS_SKIPPED.labels(reason).inc(n)
         emits = []

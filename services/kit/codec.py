@@ -7,6 +7,7 @@ decorator turns a ``BadEventError`` into a dead letter carrying its
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TypeVar
 
 from google.protobuf.message import DecodeError, Message
@@ -30,6 +31,20 @@ REQUIRED_FIELDS: dict[type[Message], tuple[str, ...]] = {
     pb.Review: ("criterion_id", "label"),
     pb.Threshold: ("app", "tier"),
 }
+
+
+ID_QUOTE_CHARS = 64
+
+
+def quoted_id(value: str) -> str:
+    """An identifier from a payload as a reason may show it: quoted and cut short.
+
+    Reasons go to dead letters and logs; an app name is needed to act on one, but a
+    payload can put anything in that field, so no more than a name's length is echoed.
+    """
+    if len(value) <= ID_QUOTE_CHARS:
+        return repr(value)
+    return repr(value[:ID_QUOTE_CHARS]) + f"… ({len(value)} characters)"
 
 
 class BadEventError(Exception):
@@ -59,6 +74,33 @@ def check_payload(value: bytes | None, expected: str, *, max_bytes: int) -> byte
             f"{len(value)} bytes exceeds the {max_bytes}-byte limit (REAG_KAFKA__MAX_EVENT_BYTES)",
         )
     return value
+
+
+TYPE_HEADER = "x-reag-type"
+# The message types reag puts on its topics: a dead letter's reason may name these, never
+# whatever else a header held.
+KNOWN_TYPES = frozenset(pb.DESCRIPTOR.message_types_by_name)
+
+
+def check_declared_type(headers: Iterable[tuple[str, bytes]] | None, expected: str) -> None:
+    """Refuse an event whose ``x-reag-type`` header names another type.
+
+    Protobuf bytes do not say which message they are: a reag event of another type
+    often parses as this one, field numbers and all (an Intention reads as a valid
+    Traffic), and would be processed as nonsense. Every reag producer names the type
+    in this header; events without it (an app's own producer) are parsed as before.
+    """
+    for key, raw in headers or ():
+        if key != TYPE_HEADER:
+            continue
+        declared = raw.decode("utf-8", "replace")
+        if declared != expected:
+            shown = repr(declared) if declared in KNOWN_TYPES else "another type"
+            raise BadEventError(
+                "wrong_type",
+                f"the {TYPE_HEADER} header says {shown}, but this topic carries {expected}; "
+                "the producer published to the wrong topic",
+            )
 
 
 def decode_event(value: bytes | None, event_type: type[M], *, max_bytes: int) -> M:

@@ -45,7 +45,7 @@ from tenacity import AsyncRetrying, RetryCallState, wait_exponential_jitter
 from reag import metrics
 from reag.llm.accounting import charged_to
 from reag.v1 import events_pb2 as pb
-from services.kit.codec import decode_event
+from services.kit.codec import check_declared_type, decode_event
 from services.kit.faults import (
     APP_NOT_LOADED,
     AppNotLoadedError,
@@ -458,6 +458,7 @@ class _Runner:
 
     async def run(self, record: Any) -> None:
         """Decode, guard, handle and publish; raises whatever went wrong."""
+        check_declared_type(record.headers, self.event_type.__name__)
         if self.decode is not None:
             event = self.decode(record.value)
         else:

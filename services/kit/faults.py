@@ -27,7 +27,7 @@ from reag.llm.base import (
     StructuredOutputError,
     TransientLLMError,
 )
-from services.kit.codec import BadEventError
+from services.kit.codec import BadEventError, quoted_id
 
 try:  # the PostgreSQL driver; SQLite-only installs may lack it
     from psycopg import OperationalError as PgOperationalError
@@ -37,8 +37,9 @@ except ImportError:  # pragma: no cover
 FaultKind = Literal["database", "broker", "llm", "budget", "network", "park_full"]
 
 APP_NOT_LOADED = "app_not_loaded"
-# Model output kept in a dead letter's header, for the person fixing the prompt or model.
-LLM_OUTPUT_EXCERPT = 4000
+# Model output kept in a dead letter's header, for the person fixing the prompt or model:
+# a short excerpt, since model output may quote the user's text.
+LLM_OUTPUT_EXCERPT_CHARS = 200
 
 
 class AppNotLoadedError(Exception):
@@ -46,7 +47,8 @@ class AppNotLoadedError(Exception):
 
     def __init__(self, app: str) -> None:
         super().__init__(
-            f"app {app!r} has no corpus here; add one with `reag corpus add PATH... --app {app}`, "
+            f"app {quoted_id(app)} has no corpus here; add one with "
+            "`reag corpus add PATH... --app APP`, "
             f"then `reag dlq replay --reason {APP_NOT_LOADED}`"
         )
         self.app = app
@@ -117,7 +119,7 @@ def _named(exc: BaseException) -> str:
 
 
 def _invalid_output(exc: Any) -> Fault:
-    output = {"x-reag-llm-output": exc.raw[:LLM_OUTPUT_EXCERPT]}
+    output = {"x-reag-llm-output": exc.raw[:LLM_OUTPUT_EXCERPT_CHARS]}
     return Poison("llm_output_invalid", str(exc), output)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -63,7 +64,7 @@ def build_router(settings: RetrieverSettings, deps: RetrieverDeps) -> KafkaRoute
         app_known=lambda app: bool(deps.documents(app)),
     )
     async def interpret(event: pb.Intention) -> Emit:
-        documents = deps.documents(event.meta.app)
+        documents = await asyncio.to_thread(deps.documents, event.meta.app)
         if not documents:
             raise AppNotLoadedError(event.meta.app)
         retrieval = await deps.retriever.retrieve(event, documents)

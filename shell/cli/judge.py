@@ -74,7 +74,7 @@ def _annotators(
     known = store.apps()
     if app not in known:
         raise _fail(
-            f"the calibration store ({settings.resolved_store_dsn()}) has no labelled items "
+            f"the calibration store ({settings.shown_store_dsn()}) has no labelled items "
             f"for app {app!r}; it has {known or 'none'}. Add some with "
             "`reag calibrate --labels FILE`"
         )

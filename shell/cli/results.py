@@ -128,11 +128,22 @@ def list_results(
         return _list_from_api(
             api, app=app, run_id=run_id, outcome=outcome, token=token, tls_ca=tls_ca, tls=tls
         )
-    store = open_store(store_dsn)
+    from sqlalchemy.exc import OperationalError
+
+    from reag.settings import ReagSettings, shown_dsn
+
+    dsn = store_dsn or ReagSettings().resolved_store_dsn()
     try:
-        return store.list_results(app=app, run_id=run_id, outcome=outcome)
-    finally:
-        store.close()
+        store = open_store(dsn)
+        try:
+            return store.list_results(app=app, run_id=run_id, outcome=outcome)
+        finally:
+            store.close()
+    except OperationalError as exc:
+        # The driver's message names host and port, never the password; the URL is masked.
+        reason = str(exc.orig or exc).splitlines()[0]
+        typer.echo(f"error: the store at {shown_dsn(dsn)} cannot be read: {reason}", err=True)
+        raise typer.Exit(2) from exc
 
 
 def open_store(dsn: str | None) -> LedgerStore:

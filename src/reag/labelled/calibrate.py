@@ -7,6 +7,7 @@ store (reviews add them); ``reag calibrate --labels`` and the demo run
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,8 +72,8 @@ async def calibrate_app(
     """Score what is missing, fit every tier, and record the thresholds in the history."""
     # Only exchangeable labels enter the risk estimate: the labelled set and audits.
     # Reviewed abstentions stay in the store for the annotators' examples (reported).
-    items = store.items(app, sources=EXCHANGEABLE)
-    left_out = store.count_items(app) - len(items)
+    items = await asyncio.to_thread(store.items, app, sources=EXCHANGEABLE)
+    left_out = await asyncio.to_thread(store.count_items, app) - len(items)
     if not items:
         raise CalibrationError(
             f"the calibration store has no exchangeable labelled items for app {app!r} "
@@ -87,7 +88,9 @@ async def calibrate_app(
     models = tuple(j.model for j in judges)
     thresholds = thresholds_from(calibration, app, judges)
     version = judges[0].prompt_version if judges else ""
-    store.record_thresholds(thresholds, prompt_version=version, trigger=trigger)
+    await asyncio.to_thread(
+        store.record_thresholds, thresholds, prompt_version=version, trigger=trigger
+    )
     metrics.CALIBRATION_RUNS.labels(trigger).inc()
     annotators = tuple(j.config.n_annotators for j in judges)
     return LabelledCalibration(
@@ -123,11 +126,11 @@ async def ingest_and_calibrate(
     """
     items = read_labelled(path)
     chosen = select_app(items, app)
-    store.add_items([i for i in items if i.app == chosen])
-    judges = build_judges(store, chosen, clients, settings)
+    await asyncio.to_thread(store.add_items, [i for i in items if i.app == chosen])
+    judges = await asyncio.to_thread(build_judges, store, chosen, clients, settings)
     reports: list[SnapshotReport] = []
     if stored_scores is not None:
-        in_store = store.items(chosen)
+        in_store = await asyncio.to_thread(store.items, chosen)
         for judge in judges:
             report = await import_snapshot(store, chosen, judge, in_store, stored_scores)
             if report is not None:

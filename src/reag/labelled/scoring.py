@@ -71,8 +71,8 @@ async def score_tier(
 ) -> list[ScoreRecord]:
     """Stored or fresh scores of ``judge``'s tier on ``items`` (fresh ones are stored)."""
     tier, model, version = judge.config.tier, judge.model, judge.prompt_version
-    stored = store.scores(app, tier, model, version)
-    other_tiers = store.scores_any_tier(app, model, version)
+    stored = await asyncio.to_thread(store.scores, app, tier, model, version)
+    other_tiers = await asyncio.to_thread(store.scores_any_tier, app, model, version)
     records: dict[str, ScoreRecord] = {}
     missing: list[CalibrationItem] = []
     copies: list[StoredScore] = []
@@ -88,7 +88,7 @@ async def score_tier(
         else:
             missing.append(item)
     if copies:
-        store.put_scores(copies)
+        await asyncio.to_thread(store.put_scores, copies)
         stats.copied += len(copies)
     gate = asyncio.Semaphore(max(1, concurrency))
     done = 0
@@ -113,7 +113,8 @@ async def score_tier(
             latency_s=judgement.latency_s,
             n_calls=judgement.n_calls,
         )
-        store.put_scores([score])  # one by one: an interrupted run keeps what it paid for
+        # One by one: an interrupted run keeps what it paid for.
+        await asyncio.to_thread(store.put_scores, [score])
         records[item.item_id] = score.record(item)
         stats.scored += 1
         stats.calls += judgement.n_calls
@@ -187,10 +188,11 @@ async def score_labelled_file(
     items = read_labelled(path)
     chosen = select_app(items, app)
     mine = [i for i in items if i.app == chosen]
-    store.add_items(mine)
-    judges = build_judges(store, chosen, clients, settings)
+    await asyncio.to_thread(store.add_items, mine)
+    judges = await asyncio.to_thread(build_judges, store, chosen, clients, settings)
     wanted = {i.item_id for i in mine[:limit]}
-    in_store = [i for i in store.items(chosen) if i.item_id in wanted]
+    stored = await asyncio.to_thread(store.items, chosen)
+    in_store = [i for i in stored if i.item_id in wanted]
     return await score_for_calibration(
         store, judges, chosen, in_store, _SCORE_ALL, score_all=True, stats=stats, progress=progress
     )

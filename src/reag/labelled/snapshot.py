@@ -15,6 +15,7 @@ either check is not imported at all, and calibration scores the set itself.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import random
@@ -215,7 +216,7 @@ async def import_snapshot(
     why = _mismatch(lines, judge, by_id) or await _judged_again(judge, lines, draw)
     if why is not None:
         return SnapshotReport(tier, path, 0, 0, False, why)
-    held = store.scores(app, tier, judge.model, judge.prompt_version)
+    held = await asyncio.to_thread(store.scores, app, tier, judge.model, judge.prompt_version)
     fresh = [_stored(lines[i.item_id], app, judge) for i in usable if i.item_id not in held]
-    store.put_scores(fresh)
+    await asyncio.to_thread(store.put_scores, fresh)
     return SnapshotReport(tier, path, len(fresh), len(draw), True, "")

@@ -17,24 +17,42 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import ColumnElement, Engine, delete, func, select
+from sqlalchemy import case as when
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from reag import metrics
 from reag.ledger.outcome import CaseEvents, build_result
-from reag.ledger.summary import LABEL_NAMES, OUTCOME_NAMES, summarize
-from reag.ledger.tables import LEDGER_TABLES, LedgerCaseRow, LedgerCriterionRow, LedgerReviewRow
+from reag.ledger.summary import (
+    LABEL_NAMES,
+    OUTCOME_NAMES,
+    TierFigures,
+    result_figures,
+    summary_of,
+)
+from reag.ledger.tables import (
+    LEDGER_TABLES,
+    LedgerCaseCountsRow,
+    LedgerCaseRow,
+    LedgerCriterionRow,
+    LedgerReviewRow,
+    LedgerTierCountsRow,
+)
 from reag.storage import Base, make_engine
 from reag.v1 import api_pb2
 from reag.v1 import events_pb2 as pb
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
+# Results whose summary figures a store opened on an older database fills in per batch.
+BACKFILL_BATCH = 500
 
 
 class LedgerError(Exception):
@@ -98,6 +116,35 @@ def _trim_oracle(oracle: pb.Oracle) -> pb.Oracle:
 Apply = Callable[[Session, LedgerCaseRow], bool]
 
 
+def _put_figures(session: Session, case_id: str, result: pb.Result) -> None:
+    """Replace the case's summary counts with ``result``'s (under the case's row lock)."""
+    figures = result_figures(result)
+    session.execute(delete(LedgerTierCountsRow).where(LedgerTierCountsRow.case_id == case_id))
+    counts = session.get(LedgerCaseCountsRow, case_id)
+    if counts is None:
+        session.add(
+            LedgerCaseCountsRow(
+                case_id=case_id,
+                criteria=figures.criteria,
+                criteria_accepted=figures.criteria_accepted,
+            )
+        )
+    else:
+        counts.criteria, counts.criteria_accepted = figures.criteria, figures.criteria_accepted
+    session.add_all(
+        LedgerTierCountsRow(
+            case_id=case_id,
+            tier=number,
+            requests=tier.requests,
+            accepted=tier.accepted,
+            escalated=tier.escalated,
+            abstained=tier.abstained,
+            cost_usd=tier.cost_usd,
+        )
+        for number, tier in figures.tiers.items()
+    )
+
+
 class LedgerStore:
     """Results of every app and run. One instance per process; sessions are short."""
 
@@ -106,8 +153,14 @@ class LedgerStore:
         self._engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         # SQLite cannot upgrade a read snapshot to a write after another writer committed;
-        # one writer at a time in this process avoids that (PostgreSQL locks the case row).
-        self._write_lock = threading.Lock()
+        # one writer at a time in this process avoids that. PostgreSQL needs no lock of
+        # ours: each transaction locks its case row (SELECT ... FOR UPDATE) and the primary
+        # keys refuse a second row, so writers on different cases run side by side.
+        self._write_lock: AbstractContextManager[object] = (
+            threading.Lock() if engine.dialect.name == "sqlite" else nullcontext()
+        )
+
+        self._backfill_figures()
 
     @classmethod
     def open(cls, dsn: str) -> LedgerStore:
@@ -298,6 +351,7 @@ class LedgerStore:
                 case.outcome, case.complete = result.outcome, result.complete
                 case.total_cost_usd = result.total_cost_usd
                 case.updated_at = now
+                _put_figures(session, case.case_id, result)
             else:
                 assert previous is not None  # a first build always differs from nothing
                 result = previous
@@ -355,7 +409,80 @@ class LedgerStore:
             return [pb.Result.FromString(data) for data in session.scalars(query) if data]
 
     def summary(self, *, app: str | None = None, run_id: str | None = None) -> api_pb2.Summary:
-        return summarize(self.list_results(app=app, run_id=run_id))
+        """The run's figures, added up in SQL from the columns and counts kept beside each
+        result; no result is loaded, so it costs the same for ten cases or a million."""
+        scope: list[ColumnElement[bool]] = [LedgerCaseRow.result.is_not(None)]
+        if app:
+            scope.append(LedgerCaseRow.app == app)
+        if run_id:
+            scope.append(LedgerCaseRow.run_id == run_id)
+
+        def count(outcome: int) -> Any:
+            return func.coalesce(func.sum(when((LedgerCaseRow.outcome == outcome, 1), else_=0)), 0)
+
+        counts, tiers = LedgerCaseCountsRow, LedgerTierCountsRow
+        with self._sessions() as session:
+            cases = session.execute(
+                select(
+                    func.count(),
+                    count(pb.OUTCOME_PASS),
+                    count(pb.OUTCOME_FAIL),
+                    count(pb.OUTCOME_ABSTAIN),
+                    func.coalesce(func.sum(LedgerCaseRow.total_cost_usd), 0.0),
+                ).where(*scope)
+            ).one()
+            criteria = session.execute(
+                select(
+                    func.coalesce(func.sum(counts.criteria), 0),
+                    func.coalesce(func.sum(counts.criteria_accepted), 0),
+                )
+                .join(LedgerCaseRow, LedgerCaseRow.case_id == counts.case_id)
+                .where(*scope)
+            ).one()
+            per_tier = session.execute(
+                select(
+                    tiers.tier,
+                    func.sum(tiers.requests),
+                    func.sum(tiers.accepted),
+                    func.sum(tiers.escalated),
+                    func.sum(tiers.abstained),
+                    func.sum(tiers.cost_usd),
+                )
+                .join(LedgerCaseRow, LedgerCaseRow.case_id == tiers.case_id)
+                .where(*scope)
+                .group_by(tiers.tier)
+            ).all()
+        return summary_of(
+            cases=int(cases[0]),
+            passed=int(cases[1]),
+            failed=int(cases[2]),
+            abstained=int(cases[3]),
+            total_cost_usd=float(cases[4]),
+            criteria=int(criteria[0]),
+            criteria_accepted=int(criteria[1]),
+            tiers={
+                int(row[0]): TierFigures(
+                    int(row[1]), int(row[2]), int(row[3]), int(row[4]), float(row[5])
+                )
+                for row in per_tier
+            },
+        )
+
+    def _backfill_figures(self) -> None:
+        """Fill in the summary counts of results stored before they were kept (once)."""
+        missing = (
+            select(LedgerCaseRow.case_id, LedgerCaseRow.result)
+            .outerjoin(LedgerCaseCountsRow, LedgerCaseCountsRow.case_id == LedgerCaseRow.case_id)
+            .where(LedgerCaseRow.result.is_not(None), LedgerCaseCountsRow.case_id.is_(None))
+            .limit(BACKFILL_BATCH)
+        )
+        while True:
+            with self._write_lock, self._sessions.begin() as session:
+                rows = session.execute(missing).all()
+                for case_id, data in rows:
+                    _put_figures(session, case_id, pb.Result.FromString(data or b""))
+            if len(rows) < BACKFILL_BATCH:
+                return
 
     def reviews(self, criterion_id: str) -> list[pb.Review]:
         with self._sessions() as session:

@@ -8,8 +8,9 @@ the paper's accounting (charging the deciding tier alone) would understate.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from reag.ledger.outcome import HUMAN_TIER, REVIEW_METHOD
 from reag.v1 import api_pb2
@@ -63,7 +64,9 @@ def left_cascade(criterion: pb.CriterionResult) -> bool:
 
 
 @dataclass(slots=True)
-class _Tier:
+class TierFigures:
+    """What one tier did for a set of criteria: the per-tier line of a summary."""
+
     requests: int = 0
     accepted: int = 0
     escalated: int = 0
@@ -71,44 +74,60 @@ class _Tier:
     cost_usd: float = 0.0
 
 
-def _tiers(results: Iterable[pb.Result]) -> dict[int, _Tier]:
-    tiers: dict[int, _Tier] = {}
-    for result in results:
-        for criterion in result.criteria:
-            if not left_cascade(criterion):
-                continue
-            attempts = machine_attempts(criterion)
-            for position, attempt in enumerate(attempts):
-                tier = tiers.setdefault(attempt.tier, _Tier())
-                tier.requests += 1
-                tier.cost_usd += attempt.cost_usd
-                if position < len(attempts) - 1:
-                    tier.escalated += 1
-                elif criterion.accepted:
-                    tier.accepted += 1
-                else:
-                    tier.abstained += 1
-    return tiers
+@dataclass(slots=True)
+class ResultFigures:
+    """One result's share of a summary; the ledger stores it beside the result so that
+    a summary is a SQL sum over cases, not a load of every result."""
+
+    criteria: int = 0
+    criteria_accepted: int = 0
+    tiers: dict[int, TierFigures] = field(default_factory=dict)
 
 
-def summarize(results: Sequence[pb.Result]) -> api_pb2.Summary:
-    """``criteria`` counts criteria that left the cascade (accepted or abstained): coverage
-    is the share of those a judge accepted, the paper's selection coverage."""
-    summary = api_pb2.Summary(cases=len(results))
-    for result in results:
-        if result.outcome == pb.OUTCOME_PASS:
-            summary.passed += 1
-        elif result.outcome == pb.OUTCOME_FAIL:
-            summary.failed += 1
-        elif result.outcome == pb.OUTCOME_ABSTAIN:
-            summary.abstained += 1
-        summary.total_cost_usd += result.total_cost_usd
-        for criterion in result.criteria:
-            if left_cascade(criterion):
-                summary.criteria += 1
-                summary.criteria_accepted += int(criterion.accepted)
-    summary.coverage = summary.criteria_accepted / summary.criteria if summary.criteria else 0.0
-    for number, tier in sorted(_tiers(results).items()):
+def result_figures(result: pb.Result) -> ResultFigures:
+    figures = ResultFigures()
+    for criterion in result.criteria:
+        if not left_cascade(criterion):
+            continue
+        figures.criteria += 1
+        figures.criteria_accepted += int(criterion.accepted)
+        attempts = machine_attempts(criterion)
+        for position, attempt in enumerate(attempts):
+            tier = figures.tiers.setdefault(attempt.tier, TierFigures())
+            tier.requests += 1
+            tier.cost_usd += attempt.cost_usd
+            if position < len(attempts) - 1:
+                tier.escalated += 1
+            elif criterion.accepted:
+                tier.accepted += 1
+            else:
+                tier.abstained += 1
+    return figures
+
+
+def summary_of(
+    *,
+    cases: int,
+    passed: int,
+    failed: int,
+    abstained: int,
+    total_cost_usd: float,
+    criteria: int,
+    criteria_accepted: int,
+    tiers: Mapping[int, TierFigures],
+) -> api_pb2.Summary:
+    """The Summary message from totals, however they were added up (Python or SQL)."""
+    summary = api_pb2.Summary(
+        cases=cases,
+        passed=passed,
+        failed=failed,
+        abstained=abstained,
+        total_cost_usd=total_cost_usd,
+        criteria=criteria,
+        criteria_accepted=criteria_accepted,
+    )
+    summary.coverage = criteria_accepted / criteria if criteria else 0.0
+    for number, tier in sorted(tiers.items()):
         summary.tiers.append(
             api_pb2.TierSummary(
                 tier=number,
@@ -120,6 +139,37 @@ def summarize(results: Sequence[pb.Result]) -> api_pb2.Summary:
             )
         )
     return summary
+
+
+def summarize(results: Sequence[pb.Result]) -> api_pb2.Summary:
+    """``criteria`` counts criteria that left the cascade (accepted or abstained): coverage
+    is the share of those a judge accepted, the paper's selection coverage.
+
+    For results already in hand (the CLI's list); ``LedgerStore.summary`` adds the same
+    figures up in SQL."""
+    outcomes = Counter(result.outcome for result in results)
+    total = ResultFigures()
+    for result in results:
+        figures = result_figures(result)
+        total.criteria += figures.criteria
+        total.criteria_accepted += figures.criteria_accepted
+        for number, tier in figures.tiers.items():
+            into = total.tiers.setdefault(number, TierFigures())
+            into.requests += tier.requests
+            into.accepted += tier.accepted
+            into.escalated += tier.escalated
+            into.abstained += tier.abstained
+            into.cost_usd += tier.cost_usd
+    return summary_of(
+        cases=len(results),
+        passed=outcomes[pb.OUTCOME_PASS],
+        failed=outcomes[pb.OUTCOME_FAIL],
+        abstained=outcomes[pb.OUTCOME_ABSTAIN],
+        total_cost_usd=sum(result.total_cost_usd for result in results),
+        criteria=total.criteria,
+        criteria_accepted=total.criteria_accepted,
+        tiers=total.tiers,
+    )
 
 
 def pending_cases(summary: api_pb2.Summary) -> int:

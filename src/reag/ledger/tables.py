@@ -61,7 +61,38 @@ class LedgerReviewRow(Base):
     agreed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
 
 
+class LedgerCaseCountsRow(Base):
+    """A result's criteria counts (reag.ledger.summary.result_figures), kept beside it so
+    a summary is a SQL sum: criteria that left the cascade, and those a judge accepted."""
+
+    __tablename__ = "ledger_case_counts"
+
+    case_id: Mapped[str] = mapped_column(String(_ID), primary_key=True)
+    criteria: Mapped[int] = mapped_column(Integer, default=0)
+    criteria_accepted: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class LedgerTierCountsRow(Base):
+    """What one tier did for one case's criteria, for the summary's per-tier lines."""
+
+    __tablename__ = "ledger_tier_counts"
+
+    case_id: Mapped[str] = mapped_column(String(_ID), primary_key=True)
+    tier: Mapped[int] = mapped_column(Integer, primary_key=True)
+    requests: Mapped[int] = mapped_column(Integer, default=0)
+    accepted: Mapped[int] = mapped_column(Integer, default=0)
+    escalated: Mapped[int] = mapped_column(Integer, default=0)
+    abstained: Mapped[int] = mapped_column(Integer, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+
+
 LEDGER_TABLES: tuple[Table, ...] = tuple(
     Base.metadata.tables[row.__tablename__]
-    for row in (LedgerCaseRow, LedgerCriterionRow, LedgerReviewRow)
+    for row in (
+        LedgerCaseRow,
+        LedgerCriterionRow,
+        LedgerReviewRow,
+        LedgerCaseCountsRow,
+        LedgerTierCountsRow,
+    )
 )

@@ -84,7 +84,7 @@ class IcralmKernel:
     async def _score_one(self, context: str, target: str) -> float:
         model = self.client.model
         if self.cache is not None:
-            cached = self.cache.get(model, context, target)
+            cached = await asyncio.to_thread(self.cache.get, model, context, target)
             if cached is not None:
                 self.stats.cache_hits += 1
                 self.stats.cached_latency_s += cached.latency_s
@@ -97,7 +97,8 @@ class IcralmKernel:
         self.stats.prompt_tokens += result.usage.prompt_tokens
         self.stats.cached_tokens += result.usage.cached_tokens
         if self.cache is not None:
-            self.cache.put(
+            await asyncio.to_thread(
+                self.cache.put,
                 model,
                 context,
                 target,

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import ipaddress
 import json
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -30,6 +27,7 @@ from services.ledger.main import create_app
 from services.ledger.settings import LedgerSettings
 from services.ledger.traffic_api import SERVICE_NAME, TrafficServicer
 from shell.stack.tansu import free_port
+from tests.tls_certs import Tls, self_signed
 
 from .conftest import YES, Events
 
@@ -44,54 +42,13 @@ BAD_TOKENS: list[Metadata] = [
 ]
 
 
-@dataclass(frozen=True)
-class Tls:
-    cert: Path
-    key: Path
-
-
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
     """A self-signed certificate for localhost and 127.0.0.1, made here (no key is committed)."""
     pytest.importorskip(
         "cryptography", reason="the cryptography package makes the test certificate"
     )
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    folder = tmp_path_factory.mktemp("tls")
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return Tls(cert_file, key_file)
+    return self_signed(tmp_path_factory.mktemp("tls"))
 
 
 async def _accept(_topic: str, _value: bytes, _key: bytes) -> None:

@@ -26,6 +26,7 @@ from reag.v1 import events_pb2 as pb
 from services.kit.codec import BadEventError
 from services.kit.consume import Delivery, Emit, backoff, consume
 from services.kit.faults import (
+    LLM_OUTPUT_EXCERPT_CHARS,
     AppNotLoadedError,
     NotLoaded,
     Poison,
@@ -101,7 +102,7 @@ def test_poison_is_dead_lettered(exc: BaseException, error_type: str) -> None:
 def test_invalid_model_output_travels_in_a_header_and_an_unknown_app_parks() -> None:
     fault = classify(StructuredOutputError("invalid", raw="x" * 9000))
     assert isinstance(fault, Poison)
-    assert len(fault.extra["x-reag-llm-output"]) == 4000
+    assert fault.extra["x-reag-llm-output"] == "x" * LLM_OUTPUT_EXCERPT_CHARS
     parked = classify(AppNotLoadedError("late"))
     assert isinstance(parked, NotLoaded)
     assert "reag dlq replay --reason app_not_loaded" in parked.reason
