@@ -129,21 +129,34 @@ class ChaosStack:
             "REAG_LOG_LEVEL": "WARNING",
             **options.extra_env,
         }
-        # This process reads the same settings (the judge identity, the topics).
-        os.environ.update(self.env)
-        specs = plan(
-            StackSettings(
-                kafka_port=kafka_port,
-                model_port=model_port,
-                sample_app_port=free_port(),
-                service_port_base=_port_block(12),
-                state_dir=self.workdir,
-                app_manifest=MANIFEST,
+        with self.environment():
+            specs = plan(
+                StackSettings(
+                    kafka_port=kafka_port,
+                    model_port=model_port,
+                    sample_app_port=free_port(),
+                    service_port_base=_port_block(12),
+                    state_dir=self.workdir,
+                    app_manifest=MANIFEST,
+                )
             )
-        )
         self.specs: dict[str, ProcessSpec] = {s.name: s for s in specs if s.name != "sample-app"}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.kafka = KafkaSettings(bootstrap_servers=self.bootstrap, partitions=options.partitions)
+
+    @contextlib.contextmanager
+    def environment(self) -> Iterator[None]:
+        """This process's environment as the stack's processes see it, for the settings this
+        process reads too (the cascade, the judge's identity); restored afterwards."""
+        saved = dict(os.environ)
+        for key in [k for k in os.environ if k.startswith("REAG_")]:
+            del os.environ[key]
+        os.environ.update(self.env)
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
 
     @property
     def services(self) -> list[str]:
@@ -230,8 +243,10 @@ class ChaosStack:
 
     async def publish_threshold(self) -> None:
         """A tier-1 threshold fitted on the scripted judge, as the calibrator publishes one."""
-        settings = JudgeSettings(tier=1)
-        client = make_client(MODEL, settings=LLMSettings(allow_scripted=True, local_url=None))
+        with self.environment():
+            settings = JudgeSettings(tier=1)
+            llm = LLMSettings(local_url=None)
+        client = make_client(MODEL, settings=llm)
         deps = JudgeDeps.build(settings, client, CalibrationStore.open(self.dsn))
         threshold = pb.Threshold(
             app=APP, tier=1, has_threshold=True, threshold=0.5, alpha=0.1, delta=0.1, mode="cascade"
