@@ -32,6 +32,9 @@ lint: install ## ruff and mypy
 bench: install ## print the benchmarks: LLM layer, retrieval, cascade cost
 	$(PY) -m bench
 
+chaos: install ## load and fault runs on the embedded stack (scripted model): counts in / out / doubled
+	$(PY) -m bench.chaos
+
 up: install ## start the embedded stack in the background
 	$(REAG) up
 
@@ -44,4 +47,4 @@ status: ## list the stack's processes and their health
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .reag
 
-.PHONY: help install proto demo test test-fast lint bench up down status clean
+.PHONY: help install proto demo test test-fast lint bench up down status clean chaos

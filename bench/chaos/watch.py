@@ -46,6 +46,8 @@ class Seen:
     complete_ms: dict[str, int] = field(default_factory=dict)
     results: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     dead: dict[str, str] = field(default_factory=dict)  # case id -> error type
+    bytes_in: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # per topic
+    records: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # per topic
 
 
 class Watcher:
@@ -94,6 +96,8 @@ class Watcher:
         seen = self.seen
         seen.first_ms[topic].setdefault(case, ts)
         seen.last_ms[topic][case] = ts
+        seen.bytes_in[topic] += len(value)
+        seen.records[topic] += 1
         if topic == RESULTS:
             seen.results[case] += 1
             if case not in seen.complete_ms and pb.Result.FromString(value).complete:
