@@ -108,7 +108,10 @@ async def chaos(args: argparse.Namespace, workdir: Path) -> int:
             # Every case acknowledged by the broker, then the restart at a random moment of
             # their processing, so cases are lost at every stage.
             await stack.send(first)
-            await asyncio.sleep(rng.uniform(1.0, 5.0))
+            # The restart once a random few have finished: the rest are then at every stage.
+            await watcher.wait_ended(
+                set(first), timeout_s=300, until=rng.randint(1, max(1, args.cases // 3))
+            )
             ended_before = watcher.ended(set(first))
         back_s = await restart_broker(stack)
         print(

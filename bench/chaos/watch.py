@@ -109,16 +109,22 @@ class Watcher:
         return {c for c in cases if c in self.seen.complete_ms or c in self.seen.dead}
 
     async def wait_ended(
-        self, cases: set[str], *, timeout_s: float, stall_s: float = 120.0
+        self,
+        cases: set[str],
+        *,
+        timeout_s: float,
+        stall_s: float = 120.0,
+        until: int | None = None,
     ) -> set[str]:
-        """Until every case has a complete result or a dead letter, the time is up, or
-        nothing new ended for ``stall_s``; returns the cases that ended."""
+        """Until every case (or ``until`` of them) has a complete result or a dead letter,
+        the time is up, or nothing new ended for ``stall_s``; returns the cases that ended."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         last_progress, last_n = loop.time(), -1
+        wanted = len(cases) if until is None else min(until, len(cases))
         while True:
             done = self.ended(cases)
-            if len(done) == len(cases):
+            if len(done) >= wanted:
                 return done
             now = loop.time()
             if len(done) != last_n:

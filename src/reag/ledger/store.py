@@ -448,14 +448,17 @@ class LedgerStore:
             ]
 
     def stuck_counts(self, older_than_s: float, *, now: datetime | None = None) -> dict[str, int]:
-        """Stuck cases per app, counted in SQL (the ledger's ``reag_cases_stuck`` gauge)."""
+        """Stuck cases of every app the ledger knows, 0 included, counted in SQL (the ledger's
+        ``reag_cases_stuck`` gauge: a series at 0 shows the count is being kept)."""
         query = (
             select(LedgerCaseRow.app, func.count())
             .where(*self._stuck_filter(older_than_s, now))
             .group_by(LedgerCaseRow.app)
         )
         with self._sessions() as session:
-            return {app: int(n) for app, n in session.execute(query)}
+            counts = dict.fromkeys(session.scalars(select(LedgerCaseRow.app).distinct()), 0)
+            counts.update({app: int(n) for app, n in session.execute(query)})
+            return counts
 
 
 def _aware(moment: datetime) -> datetime:
