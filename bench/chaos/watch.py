@@ -157,6 +157,6 @@ def percentiles(values: list[float]) -> tuple[float, float, float, float]:
     if not values:
         return (0.0, 0.0, 0.0, 0.0)
     if len(values) == 1:
-        return (values[0],) * 4  # type: ignore[return-value]
+        return (values[0], values[0], values[0], values[0])
     q = statistics.quantiles(values, n=100, method="inclusive")
     return (q[49], q[94], q[98], max(values))
