@@ -49,7 +49,7 @@ from services.kit.settings import KafkaSettings
 from services.kit.testing import produce_events
 from services.kit.topology import THRESHOLDS, TRAFFIC
 from shell.stack.supervisor import ProcessSpec, StackSettings, healthy, plan
-from shell.stack.tansu import free_port
+from shell.stack.tansu import broker_command, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "examples/nutrition/app.yaml"
@@ -167,6 +167,8 @@ class ChaosStack:
 
     def spawn(self, name: str) -> None:
         spec = self.specs[name]
+        if name == "broker":  # a new cluster id each start, as `reag up` gives one
+            spec.argv = broker_command(spec.port)
         base = {k: v for k, v in os.environ.items() if not k.startswith("REAG_")}
         env = {**base, **self.env, **spec.env, "REAG_HTTP_PORT": str(spec.port)}
         with (self.workdir / "logs" / f"{name}.log").open("ab") as log:
