@@ -73,7 +73,9 @@ class BrokerEpochWatch:
     async def rewind(self) -> None:
         for subscriber in self._broker.subscribers:
             consumer = getattr(subscriber, "consumer", None)
-            assigned = consumer.assignment() if consumer is not None else set()
+            if consumer is None:
+                continue
+            assigned = consumer.assignment()
             if assigned:
                 await consumer.seek_to_beginning(*assigned)
 
