@@ -83,6 +83,7 @@ def build_router(settings: CalibratorSettings, deps: CalibratorDeps) -> KafkaRou
         REVIEWS + suffix,
         pb.Review,
         max_event_bytes=settings.kafka.max_event_bytes,
+        delivery=settings.delivery,
         group_id=f"{spec.name}{suffix}",
     )
     async def learn_from_review(review: pb.Review) -> list[Emit] | None:

@@ -64,6 +64,7 @@ def build_router(
         TRAFFIC + suffix,
         pb.Traffic,
         max_event_bytes=settings.kafka.max_event_bytes,
+        delivery=settings.delivery,
         app_known=personas.knows,
         scrub=lambda data: redacted_traffic_bytes(policies, data),
     )

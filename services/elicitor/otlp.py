@@ -69,6 +69,7 @@ def build_otlp_router(
         OTLP_SPANS + suffix,
         ExportTraceServiceRequest,
         max_event_bytes=max_bytes,
+        delivery=settings.delivery,
         decode=decode,
         scrub=default_redactor.raw,
     )

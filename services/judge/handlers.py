@@ -174,6 +174,7 @@ def build_router(settings: JudgeSettings, deps: JudgeDeps) -> KafkaRouter:
         JUDGE_TIER[tier] + suffix,
         pb.JudgeRequest,
         max_event_bytes=settings.kafka.max_event_bytes,
+        delivery=settings.delivery,
         group_id=f"{spec.name}{suffix}",
     )
     async def judge_criterion(request: pb.JudgeRequest) -> Emit:
@@ -208,6 +209,7 @@ def build_router(settings: JudgeSettings, deps: JudgeDeps) -> KafkaRouter:
         THRESHOLDS + suffix,
         pb.Threshold,
         max_event_bytes=settings.kafka.max_event_bytes,
+        delivery=settings.delivery,
         broadcast=True,
     )
     async def follow_threshold(threshold: pb.Threshold) -> None:

@@ -76,6 +76,42 @@ class KafkaSettings(BaseModel):
         return context
 
 
+class DeliverySettings(BaseModel):
+    """How the consume path waits out transient faults and parks apps not loaded yet
+    (docs/pipeline.md, "Delivery")."""
+
+    retry_initial_s: float = Field(
+        default=1.0,
+        gt=0,
+        description=(
+            "Wait before the first retry of an event that met a transient fault (database, "
+            "broker, LLM outage, spent budget); each further retry waits twice as long."
+        ),
+    )
+    retry_max_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Longest wait between two retries of a transient fault (the backoff's cap).",
+    )
+    park_s: float = Field(
+        default=600.0,
+        ge=0,
+        description=(
+            "How long an event whose app has no corpus yet is parked and retried before it is "
+            "dead-lettered as app_not_loaded (replayable with `reag dlq replay`)."
+        ),
+    )
+    park_max_events: int = Field(
+        default=1000,
+        ge=1,
+        description=(
+            "Events one consumer may hold parked; when full, the partition pauses as for a "
+            "transient fault until the park drains. Bounds memory and the redelivery a crash "
+            "causes (a parked event holds back its partition's committed offset)."
+        ),
+    )
+
+
 class ServiceSettings(ReagSettings):
     """Base of every service's settings class."""
 
@@ -84,6 +120,10 @@ class ServiceSettings(ReagSettings):
     http_port: int = Field(default=0, description="Port of /metrics and /healthz; 0 = pick one.")
     otlp_endpoint: str | None = Field(
         default=None, description="OTLP/HTTP endpoint for traces; unset = traces stay in-process."
+    )
+    delivery: DeliverySettings = Field(
+        default_factory=DeliverySettings,
+        description="Retry and park settings of the consume path (REAG_DELIVERY__*).",
     )
     topic_suffix: str = Field(
         default="",

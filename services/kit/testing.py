@@ -74,3 +74,16 @@ async def read_events(
 
     values = await read_values(bootstrap, topic, lambda vs: done(decode(vs)), timeout_s=timeout_s)
     return decode(values)
+
+
+async def until(
+    condition: Callable[[], bool], timeout_s: float = 30.0, every_s: float = 0.05
+) -> bool:
+    """Whether ``condition()`` came true within ``timeout_s``, checked every ``every_s``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not condition():
+        if loop.time() > deadline:
+            return False
+        await asyncio.sleep(every_s)
+    return True

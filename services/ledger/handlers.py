@@ -39,6 +39,7 @@ def build_router(settings: LedgerSettings, store: LedgerStore) -> KafkaRouter:
             topic + suffix,
             event_type,
             max_event_bytes=settings.kafka.max_event_bytes,
+            delivery=settings.delivery,
             group_id=f"{spec.name}{suffix}-{topic}",
         )
 

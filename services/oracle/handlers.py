@@ -29,6 +29,7 @@ def build_router(settings: OracleSettings, writer: OracleWriter) -> KafkaRouter:
         INTERPRETATIONS + suffix,
         pb.Interpretation,
         max_event_bytes=settings.kafka.max_event_bytes,
+        delivery=settings.delivery,
     )
     async def write_oracle(event: pb.Interpretation) -> list[Emit]:
         oracle = oracle_event(event, await writer.write(event))

@@ -11,8 +11,8 @@ from reag.corpus.model import Document
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retrieval, Retriever
 from reag.v1 import events_pb2 as pb
-from services.kit.codec import BadEventError
 from services.kit.consume import Emit, consume
+from services.kit.faults import AppNotLoadedError
 from services.kit.topology import INTENTIONS, INTERPRETATIONS, SERVICES, suffixed
 from services.retriever.settings import RetrieverSettings
 
@@ -59,12 +59,13 @@ def build_router(settings: RetrieverSettings, deps: RetrieverDeps) -> KafkaRoute
         INTENTIONS + suffix,
         pb.Intention,
         max_event_bytes=settings.kafka.max_event_bytes,
+        delivery=settings.delivery,
         app_known=lambda app: bool(deps.documents(app)),
     )
     async def interpret(event: pb.Intention) -> Emit:
         documents = deps.documents(event.meta.app)
         if not documents:
-            raise BadEventError("unknown_app", f"app {event.meta.app!r} has no corpus documents")
+            raise AppNotLoadedError(event.meta.app)
         retrieval = await deps.retriever.retrieve(event, documents)
         if deps.reasoner is None:
             interpretation = unreasoned(event, retrieval)

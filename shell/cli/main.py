@@ -29,9 +29,11 @@ _COMMAND_MODULES = (
     "shell.cli.judge",  # judge (one case by hand)
     "shell.cli.calibrate",  # calibrate, sweep
     "shell.cli.results",  # results, gate
+    "shell.cli.report",  # report --html
     "shell.cli.review",  # review
     "shell.cli.spec",  # spec draft/eval
     "shell.cli.llm",  # llm probe/score/serve
+    "shell.cli.dlq",  # dlq list/show/replay
 )
 
 for _name in _COMMAND_MODULES:

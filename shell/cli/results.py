@@ -113,7 +113,7 @@ def _list_from_api(
         raise typer.Exit(2) from exc
 
 
-def _list_results(
+def list_results(
     *,
     store_dsn: str | None,
     api: str | None,
@@ -128,14 +128,14 @@ def _list_results(
         return _list_from_api(
             api, app=app, run_id=run_id, outcome=outcome, token=token, tls_ca=tls_ca, tls=tls
         )
-    store = _open_store(store_dsn)
+    store = open_store(store_dsn)
     try:
         return store.list_results(app=app, run_id=run_id, outcome=outcome)
     finally:
         store.close()
 
 
-def _open_store(dsn: str | None) -> LedgerStore:
+def open_store(dsn: str | None) -> LedgerStore:
     from reag.ledger.store import LedgerStore
     from reag.settings import ReagSettings
 
@@ -148,7 +148,11 @@ def _print_stuck(
     from reag.ledger.stuck import StuckSettings
 
     after_s = window if window is not None else StuckSettings().ledger_stuck_after_s
-    found = _open_store(store_dsn).stuck_cases(after_s, app=app)
+    store = open_store(store_dsn)
+    try:
+        found = store.stuck_cases(after_s, app=app)
+    finally:
+        store.close()
     if as_json:
         rows = [
             {
@@ -235,7 +239,7 @@ def results(
         wanted = parse_outcome(outcome) if outcome else None
     except UnknownOutcomeError as exc:
         raise typer.BadParameter(str(exc), param_hint="--outcome") from exc
-    found = _list_results(
+    found = list_results(
         store_dsn=store_dsn,
         api=api,
         token=token,
@@ -287,7 +291,7 @@ def gate(
     """
     from reag.ledger.gate import InvalidRateError, NoResultsError, evaluate_gate
 
-    found = _list_results(
+    found = list_results(
         store_dsn=store_dsn,
         api=api,
         token=token,

@@ -217,3 +217,27 @@ CASES_STUCK = Gauge(
     "REAG_LEDGER_STUCK_AFTER_S: lost in flight (an embedded broker restart, a bug).",
     ["app"],
 )
+
+# --- Delivery: transient faults wait, apps not loaded yet park (services.kit.consume) ----
+TRANSIENT_RETRIES = Counter(
+    "reag_transient_retries_total",
+    "Events put back on their paused partition after a transient fault, by the fault's kind "
+    "(database, broker, llm, budget, network, park_full); they are retried, never dead-lettered.",
+    ["service", "topic", "kind"],
+)
+PAUSED_PARTITIONS = Gauge(
+    "reag_paused_partitions",
+    "Partitions a service holds paused while it waits out a transient fault.",
+    ["service", "topic"],
+)
+PARKED_EVENTS = Gauge(
+    "reag_parked_events",
+    "Events waiting in a service's park for their app's corpus to be loaded.",
+    ["service", "topic"],
+)
+PARK_EXITS = Counter(
+    "reag_park_exits_total",
+    "Events that left the park, by outcome (processed, dead_lettered, revoked: the partition "
+    "moved to another instance, which reads the event again).",
+    ["service", "topic", "outcome"],
+)

@@ -38,6 +38,7 @@ from reag.llm.base import (
 from reag.llm.prices import PriceTable
 from reag.llm.reliability import ConcurrencyLimiter, retrying
 from reag.llm.settings import LLMSettings
+from reag.llm.tracing import Prompt, llm_span
 from reag.metrics import LLM_BUDGET_REMAINING, LLM_LATENCY, LLM_RETRIES
 
 T = TypeVar("T", bound=BaseModel)
@@ -141,8 +142,15 @@ class LLMClient:
         call: Callable[[], Awaitable[R]],
         *,
         attempts_scale: int = 1,
+        prompt: Prompt | None = None,
+        request: dict[str, Any] | None = None,
     ) -> tuple[R, float]:
-        """Budget, concurrency slot, then attempts with a time limit and retries."""
+        """Budget, concurrency slot, then attempts with a time limit and retries.
+
+        Once a slot is held, the call and its retries run in one GenAI span
+        (``reag.llm.tracing``); ``prompt`` is recorded there only when
+        ``REAG_LLM_TRACE_CONTENT`` is set.
+        """
         self._check_budget(kind)
         s = self.settings
         local = self.model.startswith("local:")
@@ -151,20 +159,34 @@ class LLMClient:
         started = time.perf_counter()
         try:
             async with self.limiter.slot():
-                async for attempt in retrying(
-                    max_retries=s.max_retries,
-                    initial_s=s.backoff_initial_s,
-                    max_s=s.backoff_max_s,
-                    on_retry=self._on_retry,
-                ):
-                    with attempt:
-                        try:
-                            async with asyncio.timeout(limit_s):
-                                result = await call()
-                        except TimeoutError as exc:
-                            raise LLMTimeoutError(
-                                f"{self.model} gave no answer within {limit_s:g} s ({setting})"
-                            ) from exc
+                with llm_span(
+                    self.model,
+                    kind,
+                    self.caller,
+                    prompt=prompt,
+                    content=s.trace_content,
+                    request=request,
+                ) as span:
+
+                    def on_retry(error: BaseException) -> None:
+                        self._on_retry(error)
+                        span.retried(error)
+
+                    async for attempt in retrying(
+                        max_retries=s.max_retries,
+                        initial_s=s.backoff_initial_s,
+                        max_s=s.backoff_max_s,
+                        on_retry=on_retry,
+                    ):
+                        with attempt:
+                            try:
+                                async with asyncio.timeout(limit_s):
+                                    result = await call()
+                            except TimeoutError as exc:
+                                raise LLMTimeoutError(
+                                    f"{self.model} gave no answer within {limit_s:g} s ({setting})"
+                                ) from exc
+                    span.finished(result, self.price.cost)
         except LLMError:
             self.ledger.record_failure(self.caller, self.model, kind, "error")
             raise
@@ -208,6 +230,8 @@ class LLMClient:
                 seed=seed,
                 stop=stop,
             ),
+            prompt=messages,
+            request={"temperature": temperature, "max_tokens": max_tokens, "seed": seed},
         )
         return self._account("chat", result, latency)
 
@@ -310,6 +334,7 @@ class LLMClient:
         result, latency = await self._run(
             "label_probs",
             lambda: self.provider.label_probs(prompt, labels, n_samples=n),
+            prompt=prompt,
         )
         return self._account("label_probs", result, latency)
 
@@ -338,6 +363,7 @@ class LLMClient:
             "label_probs",
             lambda: provider.label_probs_many(prompts, labels, n_samples=n),
             attempts_scale=len(prompts),
+            prompt=prompts[0],  # the group shares its prefix; the first stands for it
         )
         return [self._account("label_probs", r, r.latency_s) for r in results]
 
@@ -346,6 +372,7 @@ class LLMClient:
         result, latency = await self._run(
             "score",
             lambda: self.provider.score_continuation(context, target),
+            prompt=context + target,
         )
         return self._account("score", result, latency)
 

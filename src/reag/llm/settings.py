@@ -166,6 +166,14 @@ class LLMSettings(BaseSettings):
             "nothing; never set this where results are read."
         ),
     )
+    trace_content: bool = Field(
+        default=False,
+        description=(
+            "Record each LLM call's prompt and reply on its span (gen_ai.input.messages, "
+            "gen_ai.output.messages). Off: spans carry the model, the operation and token "
+            "counts only. Even on, every persona or profile fence's contents are withheld."
+        ),
+    )
     sampling_n: int = Field(
         default=5,
         ge=1,

@@ -10,7 +10,7 @@ from prometheus_client import REGISTRY
 from reag.v1 import events_pb2 as pb
 from services.kit.broker import make_broker
 from services.kit.consume import Emit, consume
-from services.kit.settings import KafkaSettings
+from services.kit.settings import DeliverySettings, KafkaSettings
 from services.kit.testing import read_values
 from services.kit.topology import DLQ, ServiceSpec
 
@@ -32,7 +32,13 @@ async def test_bad_inputs_reach_the_dlq_and_the_next_good_event_flows(
     router = KafkaRouter()
 
     @consume(
-        router, spec, inp, pb.Traffic, max_event_bytes=2048, app_known=lambda app: app == "demo"
+        router,
+        spec,
+        inp,
+        pb.Traffic,
+        max_event_bytes=2048,
+        app_known=lambda app: app == "demo",
+        delivery=DeliverySettings(park_s=0),  # no park: an unknown app's event goes at once
     )
     async def to_intention(event: pb.Traffic) -> Emit:
         intention = pb.Intention(query=event.query)
@@ -74,7 +80,7 @@ async def test_bad_inputs_reach_the_dlq_and_the_next_good_event_flows(
         "missing_field",
         "oversized",
         "unknown_schema_version",
-        "unknown_app",
+        "app_not_loaded",
     ]
     assert all(letter.topic == inp for letter in mine)
     assert mine[0].value == inputs[1]  # original bytes kept

@@ -31,7 +31,7 @@ from services.elicitor.handlers import build_router as elicitor_router
 from services.elicitor.settings import ElicitorSettings
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
-from services.kit.settings import KafkaSettings
+from services.kit.settings import DeliverySettings, KafkaSettings
 from services.kit.topology import (
     DLQ,
     INTENTIONS,
@@ -111,7 +111,9 @@ async def pipeline(kafka_bootstrap: str, example_corpus: list[Document]) -> Asyn
     )
     writer = OracleWriter(LLMClient(FakeProvider(chat_script=oracle_script)))
     broker = make_broker(kafka, f"pipeline{topic_suffix}")
-    shared = {"kafka": kafka, "topic_suffix": topic_suffix}
+    # An app without a corpus is parked for a second, then dead-lettered as app_not_loaded.
+    delivery = DeliverySettings(park_s=1.0, retry_initial_s=0.2, retry_max_s=1.0)
+    shared = {"kafka": kafka, "topic_suffix": topic_suffix, "delivery": delivery}
     broker.include_router(
         elicitor_router(
             ElicitorSettings.model_validate(shared),
@@ -217,7 +219,7 @@ async def test_each_kind_of_bad_input_is_dead_lettered_and_the_next_good_event_f
             "oversized",
             traffic(f"{tag}-big", query="x" * (MAX_EVENT_BYTES + 10)).SerializeToString(),
         ),
-        ("unknown_app", traffic(f"{tag}-app", app="no-such-app").SerializeToString()),
+        ("app_not_loaded", traffic(f"{tag}-app", app="no-such-app").SerializeToString()),
         ("unknown_schema_version", traffic(f"{tag}-v9", version=9).SerializeToString()),
         ("", traffic(good[1]).SerializeToString()),
         ("llm_output_invalid", traffic(poisoned, query=f"{POISON} please").SerializeToString()),
@@ -249,5 +251,5 @@ async def test_each_kind_of_bad_input_is_dead_lettered_and_the_next_good_event_f
     assert "no valid oracle after 2 attempts" in oracle_letter.reason
     reasons = {x.error_type: x.reason for x in letters}
     assert "REAG_KAFKA__MAX_EVENT_BYTES" in reasons["oversized"]
-    assert "no-such-app" in reasons["unknown_app"]
+    assert "no-such-app" in reasons["app_not_loaded"]
     assert "schema_version 9" in reasons["unknown_schema_version"]

@@ -27,6 +27,7 @@ from reag.traffic.shadow import ShadowGate, no_spend
 from reag.v1 import events_pb2 as pb
 from services.elicitor.handlers import build_router as elicitor_router
 from services.elicitor.settings import ElicitorSettings
+from services.kit.settings import DeliverySettings
 from services.kit.topology import DLQ
 from services.oracle.handlers import build_router as oracle_router
 from services.oracle.settings import OracleSettings
@@ -35,6 +36,7 @@ from services.retriever.handlers import build_router as retriever_router
 from services.retriever.settings import RetrieverSettings
 
 SUFFIX = "-unit"
+NO_PARK = DeliverySettings(park_s=0)
 CORPUS = [
     Document(
         app="demo",
@@ -132,7 +134,10 @@ async def test_elicitor_redacts_first_sheds_by_policy_and_scrubs_its_dead_letter
     )
     corpus = [*CORPUS, *(dataclasses.replace(d, app="sampled") for d in CORPUS)]
     router = elicitor_router(
-        ElicitorSettings(topic_suffix=SUFFIX), directory(corpus), policies, ShadowGate(no_spend)
+        ElicitorSettings(topic_suffix=SUFFIX, delivery=NO_PARK),
+        directory(corpus),
+        policies,
+        ShadowGate(no_spend),
     )
     broker, sink = broker_with(router, {"reag.intentions.v1" + SUFFIX: pb.Intention})
     shed_before = TRAFFIC_SHED.labels("sampled", "sampled_out")._value.get()
@@ -158,18 +163,19 @@ async def test_elicitor_redacts_first_sheds_by_policy_and_scrubs_its_dead_letter
     assert b"[REDACTED:EMAIL]" in raw
     assert TRAFFIC_SHED.labels("sampled", "sampled_out")._value.get() == shed_before + 1
     (letter,) = sink.got[DLQ]
-    assert letter.error_type == "unknown_app"
+    assert letter.error_type == "app_not_loaded"
     assert email.encode() not in letter.SerializeToString()
     assert pb.Traffic.FromString(letter.value).meta.case_id == "r3"
 
 
 async def test_elicitor_maps_traffic_to_an_intention_and_dead_letters_unknown_apps() -> None:
+    """With no park time an app without a corpus is dead-lettered at once, replayable."""
     corpus = [
         *CORPUS,
         Document(app="bare", kind="requirement", local_id="R", title="R", content="x", source="s"),
     ]
     router = elicitor_router(
-        ElicitorSettings(topic_suffix=SUFFIX),
+        ElicitorSettings(topic_suffix=SUFFIX, delivery=NO_PARK),
         directory(corpus),
         PolicyDirectory(FixedPolicies()),
         ShadowGate(no_spend),
@@ -188,8 +194,9 @@ async def test_elicitor_maps_traffic_to_an_intention_and_dead_letters_unknown_ap
     assert intention.persona.match_score > 0.5
     assert intention.actual_response == "Yes, enjoy."
     letters = {letter.error_type: letter for letter in sink.got[DLQ]}
-    assert set(letters) == {"unknown_app", "no_persona_categories"}
-    assert letters["unknown_app"].value == traffic("c2", app="nobody").SerializeToString()
+    assert set(letters) == {"app_not_loaded", "no_persona_categories"}
+    assert "reag dlq replay --reason app_not_loaded" in letters["app_not_loaded"].reason
+    assert letters["app_not_loaded"].value == traffic("c2", app="nobody").SerializeToString()
     assert "reag corpus add" in letters["no_persona_categories"].reason
 
 
