@@ -20,6 +20,7 @@ MODULES = (
     "bench.recorder",
     "bench.trust",
     "bench.trust_stack",
+    "bench.pipeline",
 )
 
 

@@ -477,6 +477,14 @@ def _stage(watch: CaseWatch) -> str:
 
 
 async def run_demo(options: DemoOptions, echo: Echo = print) -> int:
+    from reag.llm.settings import LLMSettings
+
+    if LLMSettings().allow_scripted:
+        # The stack inherits this environment: any scripted: model would answer for real.
+        raise supervisor.StackError(
+            "the demo does not run with REAG_LLM_ALLOW_SCRIPTED set: scripted models judge "
+            "nothing and belong to load and chaos runs (python -m bench.chaos)"
+        )
     settings = supervisor.StackSettings(app_manifest=options.manifest)
     config = load_app(options.manifest)
     if not os.environ.get("REAG_TIER_MODELS"):

@@ -12,6 +12,9 @@ import sys
 import time
 
 STEPS: dict[str, str] = {
+    "load": "bench.chaos.load",
+    "kill": "bench.chaos.kill",
+    "broker-restart": "bench.chaos.broker_restart",
     "pg-outage": "bench.chaos.pg_outage",
     "llm-faults": "bench.chaos.llm_faults",
 }

@@ -11,6 +11,7 @@ from faststream.kafka import KafkaRouter
 from prometheus_client import REGISTRY, make_asgi_app
 
 from services.kit.broker import make_broker
+from services.kit.epoch import BrokerEpochWatch
 from services.kit.settings import ServiceSettings
 from services.kit.spend import SpendFlusher
 from services.kit.telemetry import configure_logging, configure_tracing
@@ -32,6 +33,8 @@ def make_app(
         broker.include_router(router)
     # Per-app spend, for the shadow controls' budgets (reag.traffic.spend).
     flusher = SpendFlusher(service, settings.resolved_store_dsn())
+    # An embedded broker that restarted remembers nothing: reread from the start.
+    epoch = BrokerEpochWatch(broker, settings.kafka)
     return AsgiFastStream(
         broker,
         asgi_routes=[
@@ -39,8 +42,8 @@ def make_app(
             ("/healthz", make_ping_asgi(broker, timeout=5.0)),
         ],
         on_startup=on_startup,
-        after_startup=[*after_startup, flusher.start],
-        on_shutdown=[flusher.stop, *on_shutdown],
+        after_startup=[*after_startup, flusher.start, epoch.start],
+        on_shutdown=[epoch.stop, flusher.stop, *on_shutdown],
     )
 
 

@@ -18,6 +18,7 @@ from reag.v1 import api_pb2_grpc
 from services.kit.app import make_app
 from services.ledger.handlers import build_router
 from services.ledger.settings import LedgerSettings
+from services.ledger.stuck import StuckWatch
 from services.ledger.traffic_api import SERVICE_NAME, TrafficServicer, broker_producer
 
 
@@ -42,7 +43,10 @@ def create_app(
         credentials=_credentials(settings),
     )
 
+    watch = StuckWatch(ledger, settings)
+
     async def stop() -> None:
+        await watch.stop()
         await server.stop()
         if owned:
             ledger.close()
@@ -52,6 +56,7 @@ def create_app(
         settings,
         [build_router(settings, ledger)],
         on_startup=[server.start],
+        after_startup=[watch.start],
         on_shutdown=[stop],
     )
     if settings.ledger_traffic_api:

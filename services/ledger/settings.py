@@ -6,10 +6,11 @@ from pathlib import Path
 
 from pydantic import Field, SecretStr, model_validator
 
+from reag.ledger.stuck import StuckSettings
 from services.kit.settings import ServiceSettings
 
 
-class LedgerSettings(ServiceSettings):
+class LedgerSettings(ServiceSettings, StuckSettings):
     ledger_grpc_host: str = Field(
         default="127.0.0.1",
         description="Bind address of the gRPC results API and health service; 0.0.0.0 in a pod.",

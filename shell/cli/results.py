@@ -153,6 +153,46 @@ def open_store(dsn: str | None) -> LedgerStore:
     return LedgerStore.open(dsn or ReagSettings().resolved_store_dsn())
 
 
+def _print_stuck(
+    store_dsn: str | None, app: str | None, window: float | None, *, as_json: bool
+) -> None:
+    from reag.ledger.stuck import StuckSettings
+
+    after_s = window if window is not None else StuckSettings().ledger_stuck_after_s
+    store = open_store(store_dsn)
+    try:
+        found = store.stuck_cases(after_s, app=app)
+    finally:
+        store.close()
+    if as_json:
+        rows = [
+            {
+                "case_id": c.case_id,
+                "app": c.app,
+                "run_id": c.run_id,
+                "first_seen": c.first_seen.isoformat(),
+                "n_criteria": c.n_criteria,
+                "decided": c.decided,
+            }
+            for c in found
+        ]
+        typer.echo(json.dumps(rows, indent=2))
+    elif not found:
+        typer.echo(f"no stuck cases (none started more than {after_s:.0f}s ago is unfinished)")
+    else:
+        typer.echo(f"{'case':<40} {'app':<14} {'started (UTC)':<20} decided")
+        for c in found:
+            started = c.first_seen.strftime("%Y-%m-%d %H:%M:%S")
+            typer.echo(f"{c.case_id:<40} {c.app:<14} {started:<20} {c.decided}/{c.n_criteria}")
+        typer.echo(
+            f"{len(found)} case(s) started more than {after_s:.0f}s ago and never finished: "
+            "their events were lost in flight (an embedded broker restart keeps nothing); "
+            "send their traffic again"
+        )
+    if found:
+        raise typer.Exit(1)
+
+
 def results(
     *,
     app_name: AppOption = None,
@@ -176,8 +216,28 @@ def results(
     token: TokenOption = None,
     tls_ca: TlsCaOption = None,
     tls: TlsOption = False,
+    stuck: Annotated[
+        bool,
+        typer.Option(
+            "--stuck",
+            help="List cases that started (the ledger has their oracle) and never finished "
+            "within --window; exits 1 if there are any.",
+        ),
+    ] = False,
+    window: Annotated[
+        float | None,
+        typer.Option(
+            "--window",
+            min=0,
+            help="Seconds a started case may take (default REAG_LEDGER_STUCK_AFTER_S).",
+            show_default="3600",
+        ),
+    ] = None,
 ) -> None:
     """List test case results: outcome, criteria decided, open criteria, tiers, honest cost."""
+    if stuck:
+        _print_stuck(store_dsn, app_name, window, as_json=as_json)
+        return
     from reag.ledger.report import (
         format_summary,
         format_table,

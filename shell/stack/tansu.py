@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 
@@ -42,6 +43,8 @@ def wait_for_port(host: str, port: int, timeout_s: float = 10.0) -> None:
 
 
 def broker_command(port: int, host: str = "127.0.0.1") -> list[str]:
+    """A cluster id of its own per start: memory storage forgets everything on a restart, and
+    the services tell a new broker from a reconnection by the id (services.kit.epoch)."""
     url = f"tcp://{host}:{port}"
     return [
         str(broker_binary()),
@@ -52,6 +55,8 @@ def broker_command(port: int, host: str = "127.0.0.1") -> list[str]:
         url,
         "--storage-engine",
         "memory://tansu/",
+        "--cluster-id",
+        f"reag-{uuid.uuid4().hex[:12]}",
     ]
 
 

@@ -211,6 +211,12 @@ CALIBRATION_ITEMS = Gauge(
     "Labelled items in the calibration store.",
     ["app"],
 )
+CASES_STUCK = Gauge(
+    "reag_cases_stuck",
+    "Cases whose oracle reached the ledger but which stayed incomplete past "
+    "REAG_LEDGER_STUCK_AFTER_S: lost in flight (an embedded broker restart, a bug).",
+    ["app"],
+)
 
 # --- Delivery: transient faults wait, apps not loaded yet park (services.kit.consume) ----
 TRANSIENT_RETRIES = Counter(

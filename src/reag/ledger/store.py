@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Engine, delete, func, select
@@ -111,6 +111,18 @@ def _trim_oracle(oracle: pb.Oracle) -> pb.Oracle:
     for document in kept.interpretation.documents:
         document.ClearField("content")
     return kept
+
+
+@dataclass(frozen=True, slots=True)
+class StuckCase:
+    """A case whose oracle reached the ledger but whose result never completed."""
+
+    case_id: str
+    app: str
+    run_id: str
+    first_seen: datetime
+    n_criteria: int
+    decided: int  # criteria with a verdict or an abstain
 
 
 Apply = Callable[[Session, LedgerCaseRow], bool]
@@ -506,3 +518,75 @@ class LedgerStore:
                 Agreement(row.criterion_id, row.reviewer, row.agreement_tier or 0, bool(row.agreed))
                 for row in rows
             ]
+
+    # --- cases lost in flight ----------------------------------------------------------
+
+    @staticmethod
+    def _stuck_filter(older_than_s: float, now: datetime | None) -> list[ColumnElement[bool]]:
+        cutoff = (now or _now()) - timedelta(seconds=older_than_s)
+        return [
+            LedgerCaseRow.oracle.is_not(None),
+            LedgerCaseRow.complete.is_(False),
+            LedgerCaseRow.first_seen < cutoff,
+        ]
+
+    def stuck_cases(
+        self,
+        older_than_s: float,
+        *,
+        app: str | None = None,
+        now: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[StuckCase]:
+        """Cases started (their oracle is here) more than ``older_than_s`` ago and still not
+        complete, oldest first. On at-least-once delivery a case only stays so when its
+        events were lost, which the embedded broker does when it restarts."""
+        decided = (
+            select(LedgerCriterionRow.case_id, func.count().label("decided"))
+            .where(
+                (LedgerCriterionRow.verdict.is_not(None))
+                | (LedgerCriterionRow.abstain.is_not(None))
+            )
+            .group_by(LedgerCriterionRow.case_id)
+            .subquery()
+        )
+        query = (
+            select(
+                LedgerCaseRow.case_id,
+                LedgerCaseRow.app,
+                LedgerCaseRow.run_id,
+                LedgerCaseRow.first_seen,
+                LedgerCaseRow.n_criteria,
+                func.coalesce(decided.c.decided, 0),
+            )
+            .outerjoin(decided, decided.c.case_id == LedgerCaseRow.case_id)
+            .where(*self._stuck_filter(older_than_s, now))
+            .order_by(LedgerCaseRow.first_seen, LedgerCaseRow.case_id)
+        )
+        if app:
+            query = query.where(LedgerCaseRow.app == app)
+        if limit is not None:
+            query = query.limit(limit)
+        with self._sessions() as session:
+            return [
+                StuckCase(case_id, case_app, run, _aware(seen), n, int(done))
+                for case_id, case_app, run, seen, n, done in session.execute(query)
+            ]
+
+    def stuck_counts(self, older_than_s: float, *, now: datetime | None = None) -> dict[str, int]:
+        """Stuck cases of every app the ledger knows, 0 included, counted in SQL (the ledger's
+        ``reag_cases_stuck`` gauge: a series at 0 shows the count is being kept)."""
+        query = (
+            select(LedgerCaseRow.app, func.count())
+            .where(*self._stuck_filter(older_than_s, now))
+            .group_by(LedgerCaseRow.app)
+        )
+        with self._sessions() as session:
+            counts = dict.fromkeys(session.scalars(select(LedgerCaseRow.app).distinct()), 0)
+            counts.update({app: int(n) for app, n in session.execute(query)})
+            return counts
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes for timezone-aware columns; they were stored in UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -45,6 +45,12 @@ class FakeProvider:
     label_script: LabelScript | None = None
     score_script: ScoreScript | None = None
     calls: list[FakeCall] = field(default_factory=list)
+    # False in long load runs, where a record of every call would only grow.
+    record_calls: bool = True
+
+    def _record(self, call: FakeCall) -> None:
+        if self.record_calls:
+            self.calls.append(call)
 
     async def chat(
         self,
@@ -63,7 +69,7 @@ class FakeProvider:
             "seed": seed,
             "stop": stop,
         }
-        self.calls.append(FakeCall("chat", list(messages), options))
+        self._record(FakeCall("chat", list(messages), options))
         text = self.chat_script(messages, options) if self.chat_script else "OK"
         usage = Usage(sum(_prompt_tokens(m.content) for m in messages), _prompt_tokens(text))
         return ChatResult(text=text, model=self.model, usage=usage, latency_s=0.0)
@@ -71,7 +77,7 @@ class FakeProvider:
     async def label_probs(
         self, prompt: str | Sequence[Message], labels: Sequence[str], *, n_samples: int = 5
     ) -> LabelProbs:
-        self.calls.append(FakeCall("label_probs", prompt, {"labels": list(labels)}))
+        self._record(FakeCall("label_probs", prompt, {"labels": list(labels)}))
         if self.label_script:
             probs = self.label_script(prompt, labels)
         else:
@@ -86,7 +92,7 @@ class FakeProvider:
         )
 
     async def score_continuation(self, context: str, target: str) -> ContinuationScore:
-        self.calls.append(FakeCall("score", (context, target), {}))
+        self._record(FakeCall("score", (context, target), {}))
         if self.score_script is None:
             raise CapabilityError(f"{self.model} has no score script")
         logprobs = self.score_script(context, target)

@@ -6,6 +6,9 @@ shared by every client that names it (or reached through the model server
 when ``REAG_LLM_LOCAL_URL`` is set); clients of one provider share its
 concurrency limit; all clients share the process's ``CostLedger``. ``fake:``
 models are not reachable from here: tests construct ``LLMClient(FakeProvider(...))`` themselves.
+``scripted:<name>`` (``reag.llm.scripted``), the zero-latency model of load and chaos runs,
+is refused unless ``REAG_LLM_ALLOW_SCRIPTED`` is set; with ``REAG_LLM_LOCAL_URL`` set it is
+served by the model server like a local model, so a chaos run can kill that server too.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from reag.llm.client import LLMClient
 from reag.llm.llama_engine import LlamaEngine
 from reag.llm.prices import PriceTable
 from reag.llm.reliability import ConcurrencyLimiter
+from reag.llm.scripted import SCRIPTED
 from reag.llm.settings import LLMSettings
 
 PROVIDERS = ("openai", "gemini", "local")
@@ -41,7 +45,7 @@ def parse_model(model: str) -> tuple[str, str]:
         raise ConfigurationError(
             "fake: models exist only in unit tests; construct LLMClient(FakeProvider(...))"
         )
-    if provider not in PROVIDERS:
+    if provider not in (*PROVIDERS, SCRIPTED):
         raise ConfigurationError(
             f"unknown provider {provider!r} in {model!r}; known: {', '.join(PROVIDERS)}"
         )
@@ -82,6 +86,8 @@ def local_engine(settings: LLMSettings, name: str = "gemma-3-270m") -> LlamaEngi
 def make_provider(model: str, settings: LLMSettings, *, in_process: bool = False) -> Provider:
     """``in_process``: load a local model here even if ``local_url`` is set (the server does)."""
     provider, name = parse_model(model)
+    if provider == SCRIPTED:
+        return _scripted(model, settings, in_process=in_process)
     if provider == "openai":
         from reag.llm.openai_provider import OpenAIProvider
 
@@ -103,6 +109,21 @@ def make_provider(model: str, settings: LLMSettings, *, in_process: bool = False
 
         return ModelServerProvider(settings.local_url, model, timeout_s=settings.local_timeout_s)
     return LocalProvider(local_engine(settings, name), model)
+
+
+def _scripted(model: str, settings: LLMSettings, *, in_process: bool) -> Provider:
+    if not settings.allow_scripted:
+        raise ConfigurationError(
+            f"{model!r} is the scripted model of load and chaos runs; it answers without "
+            "judging anything. Set REAG_LLM_ALLOW_SCRIPTED=true only for such a run."
+        )
+    if settings.local_url and not in_process:
+        from reag.llm.remote import ModelServerProvider
+
+        return ModelServerProvider(settings.local_url, model, timeout_s=settings.timeout_s)
+    from reag.llm.scripted import scripted_provider
+
+    return scripted_provider(model)
 
 
 def _shared_limiter(provider: Provider, settings: LLMSettings) -> ConcurrencyLimiter:

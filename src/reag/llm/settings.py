@@ -158,6 +158,14 @@ class LLMSettings(BaseSettings):
             "(src/reag/llm/prices.yaml has the format). Needed for models it does not list."
         ),
     )
+    allow_scripted: bool = Field(
+        default=False,
+        description=(
+            "Accept 'scripted:<name>' models: zero-latency scripted answers that measure "
+            "reag's own overhead and losses in load and chaos runs (bench.chaos). They judge "
+            "nothing; never set this where results are read."
+        ),
+    )
     trace_content: bool = Field(
         default=False,
         description=(

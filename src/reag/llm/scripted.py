@@ -1,0 +1,147 @@
+"""The scripted zero-latency model of load and chaos runs: ``scripted:<name>``.
+
+It measures reag's own overhead and losses, never a verdict: every answer is
+a function of the request alone, so a redelivered event gets the same answer
+and a killed service's replacement writes what the first one would have. It
+is a ``FakeProvider`` with scripts for every stage (the simulated user, the
+retriever's ICRALM ranking and self-reasoning, the oracle, the judges' label
+probabilities); a structured call whose schema no script knows is answered
+with the smallest object the schema accepts.
+
+The registry refuses ``scripted:`` models unless ``REAG_LLM_ALLOW_SCRIPTED`` is
+set (``reag.llm.registry``); it is never a default and the demo refuses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from reag.llm.base import Message
+from reag.llm.fake import FakeProvider
+
+SCRIPTED = "scripted"
+_DOCUMENT = re.compile(r"<untrusted_document[^>]*>\n?(.*?)\n?</untrusted_document", re.S)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+# The oracle's criteria per case: "n2" in ``scripted:n2`` sets it (1..7), else 2.
+_CRITERIA = re.compile(r"(?:^|[-_.])n([1-7])(?:$|[-_.])")
+
+
+def _digest(*parts: str) -> int:
+    return int.from_bytes(hashlib.sha256("\x00".join(parts).encode()).digest()[:8], "big")
+
+
+def _last_text(prompt: str | Sequence[Message]) -> str:
+    """The case part of a prompt: judges put each annotator's examples first and the case
+    last, so every annotator of one criterion sees the same last message and agrees."""
+    if isinstance(prompt, str):
+        return prompt
+    return prompt[-1].content if prompt else ""
+
+
+def _fill(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
+    """The smallest value ``schema`` accepts (strings padded to their minimum length)."""
+    if "$ref" in schema:
+        return _fill(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            return _fill(schema[key][0], defs)
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    return _fill_type(schema, defs)
+
+
+def _fill_type(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
+    kind = schema.get("type", "object")
+    value: Any = None
+    if kind == "object":
+        properties = schema.get("properties", {})
+        value = {name: _fill(properties[name], defs) for name in schema.get("required", [])}
+    elif kind == "array":
+        value = [_fill(schema.get("items", {}), defs) for _ in range(schema.get("minItems", 0))]
+    elif kind == "string":
+        length = max(int(schema.get("minLength", 0)), 1)
+        value = ("scripted answer " * (length // 16 + 1))[:length].strip().ljust(length, "x")
+    elif kind in ("integer", "number"):
+        value = schema.get("minimum", 0)
+    elif kind == "boolean":
+        value = True
+    return value
+
+
+def _document_check(messages: Sequence[Message]) -> dict[str, Any]:
+    """Every document relevant; its first sentence cited word for word."""
+    body = _DOCUMENT.search(messages[-1].content if messages else "")
+    first = _SENTENCE_END.split(body.group(1).strip())[0] if body else ""
+    evidence = [{"sentence": first[:300], "why": "it applies"}] if first else []
+    return {"relevant": True, "reason": "It constrains the answer.", "evidence": evidence}
+
+
+class ScriptedModel:
+    """The scripts of one ``scripted:<name>`` model."""
+
+    def __init__(self, name: str) -> None:
+        found = _CRITERIA.search(name)
+        self.n_criteria = int(found.group(1)) if found else 2
+
+    def chat(self, messages: Sequence[Message], options: dict[str, Any]) -> str:
+        schema = options.get("json_schema")
+        if not schema:
+            return "A scripted answer."
+        title = schema.get("title", "")
+        if title == "DocumentCheck":
+            return json.dumps(_document_check(messages))
+        if title == "ApplicationAnalysis":
+            return json.dumps({"analysis": "The user needs advice that fits their condition."})
+        if title == "OracleDraft":
+            return json.dumps(
+                {
+                    "TestObjective": "Check that the advice fits the user's condition.",
+                    "ExpectedResultsDescription": "The response flags what matters for this user.",
+                    "PassFailCriteria": [
+                        f"PASS if check {i} holds for this user." for i in range(self.n_criteria)
+                    ],
+                }
+            )
+        if title in ("SimulatedProfileDraft", "SimulatedUserDraft"):
+            draft = {
+                "profile": "A 58-year-old on dialysis who limits potassium.",
+                "situation": "At the shop, reading a label before buying a drink.",
+            }
+            if title == "SimulatedUserDraft":
+                draft["query"] = "Can I drink this?"
+            return json.dumps(draft)
+        return json.dumps(_fill(schema, schema.get("$defs", {})))
+
+    def labels(self, prompt: str | Sequence[Message], labels: Sequence[str]) -> dict[str, float]:
+        """A sure answer, the first label for about two criteria in three, from the case part."""
+        if not labels:
+            return {}
+        sure = 0.97 if len(labels) > 1 else 1.0
+        rest = (1.0 - sure) / max(1, len(labels) - 1)
+        pick = 0 if _digest(_last_text(prompt)) % 3 else len(labels) - 1
+        return {label: sure if i == pick else rest for i, label in enumerate(labels)}
+
+    def score(self, context: str, target: str) -> list[float]:
+        """A log-probability per word of ``target``, fixed by the context's opening."""
+        words = target.split() or [target]
+        head = context[:400]
+        return [-0.5 - (_digest(head, word) % 1000) / 500 for word in words]
+
+
+def scripted_provider(model: str) -> FakeProvider:
+    """The provider of ``scripted:<name>`` (the registry checks the switch first)."""
+    _, _, name = model.partition(":")
+    scripts = ScriptedModel(name)
+    return FakeProvider(
+        model=model,
+        chat_script=scripts.chat,
+        label_script=scripts.labels,
+        score_script=scripts.score,
+        record_calls=False,
+    )
