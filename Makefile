@@ -41,7 +41,11 @@ down: ## stop the embedded stack
 status: ## list the stack's processes and their health
 	$(REAG) status
 
+tiers: ## copy services/judge-tier*/tier.yaml into the chart (deploy/helm/reag/tiers/)
+	@for n in 1 2 3; do cp services/judge-tier$$n/tier.yaml deploy/helm/reag/tiers/judge-tier$$n.yaml; done
+
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .reag
 
 .PHONY: help install proto demo test test-fast lint bench up down status clean
+.PHONY: tiers
