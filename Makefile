@@ -44,8 +44,11 @@ status: ## list the stack's processes and their health
 tiers: ## copy services/judge-tier*/tier.yaml into the chart (deploy/helm/reag/tiers/)
 	@for n in 1 2 3; do cp services/judge-tier$$n/tier.yaml deploy/helm/reag/tiers/judge-tier$$n.yaml; done
 
+lock: ## recompile the images' hash-pinned lock files (requirements/*.lock)
+	@scripts/lock.sh
+
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .reag
 
 .PHONY: help install proto demo test test-fast lint bench up down status clean
-.PHONY: tiers
+.PHONY: tiers lock
