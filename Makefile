@@ -44,6 +44,12 @@ down: ## stop the embedded stack
 status: ## list the stack's processes and their health
 	$(REAG) status
 
+tiers: ## copy services/judge-tier*/tier.yaml into the chart (deploy/helm/reag/tiers/)
+	@for n in 1 2 3; do cp services/judge-tier$$n/tier.yaml deploy/helm/reag/tiers/judge-tier$$n.yaml; done
+
+lock: ## recompile the images' hash-pinned lock files (requirements/*.lock)
+	@scripts/lock.sh
+
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .reag
 
@@ -53,4 +59,4 @@ fuzz: install ## hostile payloads: 1,000 per topic in process, 50 per topic over
 	REAG_FUZZ_EXAMPLES=1000 REAG_FUZZ_BROKER_SAMPLE=50 $(PY) -m pytest -s -q -p no:logging \
 		tests/unit/services/test_fuzz_consumers.py tests/integration/kit/test_fuzz_real_broker.py
 
-.PHONY: fuzz
+.PHONY: fuzz tiers lock

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+from collections.abc import Sequence
 
 from faststream.asgi import AsgiFastStream
 
 from reag.calibration.store import CalibrationStore
+from reag.judging.settings import N_TIERS
 from reag.llm.client import Caller, LLMClient
 from reag.v1 import events_pb2 as pb
 from services.judge.handlers import JudgeDeps, announce, apply_threshold, build_router
@@ -24,6 +27,22 @@ async def load_thresholds(settings: JudgeSettings, deps: JudgeDeps) -> list[pb.T
     known = await asyncio.to_thread(deps.store.apps) if deps.store is not None else []
     announce(settings, deps, known)
     return thresholds
+
+
+def settings_from_argv(argv: Sequence[str] | None = None) -> JudgeSettings:
+    """The tier's settings: ``--tier N`` from the command line wins over REAG_TIER."""
+    parser = argparse.ArgumentParser(
+        prog="python -m services.judge",
+        description="One tier of the judge cascade (services/judge-tier<N>/tier.yaml).",
+    )
+    parser.add_argument(
+        "--tier",
+        type=int,
+        choices=range(1, N_TIERS + 1),
+        help="this process's place in the cascade; default: REAG_TIER, else 1",
+    )
+    tier: int | None = parser.parse_args(argv).tier
+    return JudgeSettings() if tier is None else JudgeSettings(tier=tier)
 
 
 def create_app(

@@ -27,6 +27,7 @@ from pathlib import Path
 from pydantic import Field
 
 from reag.settings import ReagSettings
+from services.judge.tiers import load_tiers
 from shell.stack.tansu import broker_command, wait_for_port
 
 
@@ -85,16 +86,19 @@ class StackState:
         return cls(**raw)
 
 
-def service_names() -> tuple[str, ...]:
-    """The stack's services: one judge per tier of the configured cascade (REAG_TIER_MODELS)."""
+def _n_tiers() -> int:
     from reag.judging.settings import CascadeSettings
 
-    tiers = CascadeSettings().n_tiers
+    return CascadeSettings().n_tiers
+
+
+def service_names() -> tuple[str, ...]:
+    """The stack's services: one judge per tier of the configured cascade (REAG_TIER_MODELS)."""
     return (
         "elicitor",
         "retriever",
         "oracle",
-        *(f"judge-tier{t}" for t in range(1, tiers + 1)),
+        *(t.service for t in load_tiers(_n_tiers())),
         "ledger",
         "calibrator",
     )
@@ -137,14 +141,13 @@ def plan(settings: StackSettings) -> list[ProcessSpec]:
             None,
         ),
     ]
+    tiers = {t.service: t for t in load_tiers(_n_tiers())}
     for offset, name in enumerate(service_names()):
-        env: dict[str, str] = {}
-        module = f"services.{name}"
-        if name.startswith("judge-tier"):
-            module = "services.judge"
-            env["REAG_TIER"] = name.removeprefix("judge-tier")
+        # A judge tier starts as its folder says (services/judge-tier<N>/tier.yaml).
+        tier = tiers.get(name)
+        argv = tier.argv(sys.executable) if tier else _python_module(f"services.{name}")
         port = settings.service_port_base + offset
-        specs.append(ProcessSpec(name, _python_module(module), port, "/healthz", env))
+        specs.append(ProcessSpec(name, argv, port, "/healthz"))
     return specs
 
 

@@ -9,6 +9,7 @@ from typing import Any, get_args
 
 import yaml
 
+from services.judge.tiers import load_tier, load_tiers
 from services.kit.settings import SaslMechanism, SecurityProtocol
 from services.kit.topology import SERVICES
 
@@ -25,26 +26,29 @@ def test_components_are_exactly_the_topologys_services() -> None:
 
 def test_every_component_module_exists() -> None:
     for name, component in VALUES["components"].items():
-        assert importlib.util.find_spec(component["module"]) is not None, name
+        tier = name.removeprefix("judge-tier")
+        module = component["module"] if tier == name else load_tier(int(tier)).command[2]
+        assert importlib.util.find_spec(module) is not None, name
 
 
-def test_judge_tiers_are_one_module_with_their_tier() -> None:
+def test_judge_tiers_take_their_definition_from_their_tier_files() -> None:
+    """values.yaml only switches a tier on: what it runs is services/judge-tier<N>/tier.yaml's."""
     judges = {n: c for n, c in VALUES["components"].items() if n.startswith("judge-tier")}
-    assert len(judges) == 3
+    assert set(judges) == {t.service for t in load_tiers()}
     for name, component in judges.items():
-        assert component["module"] == "services.judge"
-        assert component["tier"] == int(name.removeprefix("judge-tier"))
+        assert component == {"enabled": True}, name
 
 
 def test_autoscaling_watches_the_topic_and_group_each_tier_consumes_with(
     judge_subscriptions: dict[str, tuple[str, str]],
 ) -> None:
-    scaled = {n: c["autoscaling"] for n, c in VALUES["components"].items() if "autoscaling" in c}
-    assert set(scaled) == set(judge_subscriptions)
-    for name, autoscaling in scaled.items():
-        assert autoscaling["enabled"] is False, "autoscaling is opt-in"
-        assert (autoscaling["topic"], autoscaling["consumerGroup"]) == judge_subscriptions[name]
-        assert autoscaling["topic"] in SERVICES[name].consumes
+    tiers = {t.service: t for t in load_tiers()}
+    assert set(tiers) == set(judge_subscriptions)
+    for name, tier in tiers.items():
+        assert tier.deployment.autoscaling.enabled is False, "autoscaling is opt-in"
+        assert (tier.consumes, tier.consumer_group) == judge_subscriptions[name]
+        assert tier.consumes in SERVICES[name].consumes
+    assert not [n for n, c in VALUES["components"].items() if "autoscaling" in c]
 
 
 def test_schema_choices_are_the_settings_choices() -> None:

@@ -21,8 +21,8 @@ def test_the_plan_runs_every_topology_service_once_with_distinct_ports(
     assert names[:3] == ["broker", "model-server", "sample-app"]
     assert sorted(names[3:]) == sorted(SERVICES)
     assert len({s.port for s in specs}) == len(specs)
-    tiers = {s.name: s.env.get("REAG_TIER") for s in specs if s.name.startswith("judge-")}
-    assert tiers == {"judge-tier1": "1", "judge-tier2": "2", "judge-tier3": "3"}
+    tiers = {s.name: s.argv[-2:] for s in specs if s.name.startswith("judge-")}
+    assert tiers == {f"judge-tier{n}": ["--tier", str(n)] for n in (1, 2, 3)}
 
 
 def test_a_cascade_of_two_models_runs_two_judges(

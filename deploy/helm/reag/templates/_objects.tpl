@@ -73,9 +73,9 @@ spec:
       terminationGracePeriodSeconds: {{ $c.terminationGracePeriodSeconds | default $d.terminationGracePeriodSeconds }}
       containers:
         - name: {{ .name }}
-          image: {{ include "reag.image" $root | quote }}
+          image: {{ include "reag.componentImage" (dict "root" $root "c" $c) | quote }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
-          command: ["python", "-m", {{ $c.module | quote }}]
+          command: {{ $c.command | default (list "python" "-m" $c.module) | toJson }}
           ports:
             - name: http
               containerPort: {{ $root.Values.httpPort }}
