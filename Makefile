@@ -32,8 +32,13 @@ lint: install ## ruff and mypy
 bench: install ## print the benchmarks: LLM layer, retrieval, cascade cost
 	$(PY) -m bench
 
-chaos: install ## load and fault runs on the embedded stack (scripted model): counts in / out / doubled
+chaos: install ## load and fault runs on the embedded stack (scripted model), then the fuzz run: counts in / out / doubled
 	$(PY) -m bench.chaos
+	$(MAKE) fuzz
+
+fuzz: install ## hostile payloads: 1,000 per topic in process, 50 per topic over the broker (prints counts)
+	REAG_FUZZ_EXAMPLES=1000 REAG_FUZZ_BROKER_SAMPLE=50 $(PY) -m pytest -s -q -p no:logging \
+		tests/unit/services/test_fuzz_consumers.py tests/integration/kit/test_fuzz_real_broker.py
 
 up: install ## start the embedded stack in the background
 	$(REAG) up
@@ -53,10 +58,5 @@ lock: ## recompile the images' hash-pinned lock files (requirements/*.lock)
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .reag
 
-.PHONY: help install proto demo test test-fast lint bench up down status clean chaos
+.PHONY: help install proto demo test test-fast lint bench chaos fuzz up down status tiers lock clean
 
-fuzz: install ## hostile payloads: 1,000 per topic in process, 50 per topic over the broker (prints counts)
-	REAG_FUZZ_EXAMPLES=1000 REAG_FUZZ_BROKER_SAMPLE=50 $(PY) -m pytest -s -q -p no:logging \
-		tests/unit/services/test_fuzz_consumers.py tests/integration/kit/test_fuzz_real_broker.py
-
-.PHONY: fuzz tiers lock
