@@ -14,7 +14,11 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 RULES = REPO / "deploy" / "helm" / "reag" / "rules" / "reag-rules.yaml"
-PROMTOOL_TESTS = Path(__file__).resolve().parent / "promtool" / "reag-rules.test.yaml"
+# Two files for two evaluation intervals (a week of data is evaluated hourly).
+PROMTOOL_TESTS = tuple(
+    Path(__file__).resolve().parent / "promtool" / name
+    for name in ("reag-rules.test.yaml", "reag-rules-weekly.test.yaml")
+)
 
 PENDING_SERIES: dict[str, frozenset[str]] = {
     "reag_cases_stuck": frozenset({"app"}),

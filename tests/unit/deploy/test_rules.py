@@ -66,28 +66,28 @@ def test_promtool_accepts_the_rules_file(promtool: Path) -> None:
 def test_promtool_unit_tests_pass(promtool: Path) -> None:
     # Run from the tests' folder: their rule_files path is relative to it.
     proc = subprocess.run(
-        [str(promtool), "test", "rules", PROMTOOL_TESTS.name],
+        [str(promtool), "test", "rules", *(path.name for path in PROMTOOL_TESTS)],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
-        cwd=PROMTOOL_TESTS.parent,
+        cwd=PROMTOOL_TESTS[0].parent,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "SUCCESS" in proc.stdout
 
 
 def test_the_unit_tests_read_the_file_the_chart_ships() -> None:
-    spec = yaml.safe_load(PROMTOOL_TESTS.read_text())
-    (path,) = spec["rule_files"]
-    assert (PROMTOOL_TESTS.parent / path).resolve() == RULES.resolve()
+    for tests in PROMTOOL_TESTS:
+        (path,) = yaml.safe_load(tests.read_text())["rule_files"]
+        assert (tests.parent / path).resolve() == RULES.resolve()
 
 
 def test_every_alert_has_a_firing_and_a_silent_case() -> None:
-    spec = yaml.safe_load(PROMTOOL_TESTS.read_text())
+    cases = [c for t in PROMTOOL_TESTS for c in yaml.safe_load(t.read_text())["tests"]]
     fires: set[str] = set()
     silent: set[str] = set()
-    for case in spec["tests"]:
+    for case in cases:
         for check in case.get("alert_rule_test", []):
             (fires if check["exp_alerts"] else silent).add(check["alertname"])
     names = {rule["alert"] for rule in alerts()}
