@@ -133,7 +133,7 @@ def summary(stored: StoredLetter) -> dict[str, Any]:
 def details(stored: StoredLetter) -> dict[str, Any]:
     """``summary`` plus the original headers (values only of those that carry no user data)."""
     headers = {
-        k: (v if k in _SAFE_HEADERS else f"<{len(v)} characters>")
+        k: (v if k in _SAFE_HEADERS else f"[{len(v)} characters]")
         for k, v in sorted(stored.letter.headers.items())
     }
     return {

@@ -85,3 +85,16 @@ def fence(
         safe = neutralise(" ".join(value.split())).replace('"', "'")
         opening += f' {name}="{safe}"'
     return f"<{opening}>\n{neutralise(clip(text, limit))}\n</{tag}>"
+
+
+def fenced(tag: str, text: str) -> list[str]:
+    """The bodies of every ``tag`` fence in ``text``, in order, as ``fence`` wrote them.
+
+    The reading side of ``fence``, for code that stands in for a model and must
+    find its inputs in a prompt (the scripted models of load, chaos and tests):
+    one pattern here, so no reader writes its own idea of a fence tag.
+    """
+    if not _TAG_NAME.fullmatch(tag):
+        raise ValueError(f"a fence tag is {PREFIX}_<lower-case name>, got {tag!r}")
+    pattern = re.compile(rf"<{tag}(?:\s[^>]*)?>\n(.*?)\n</{tag}>", re.S)
+    return pattern.findall(text)

@@ -22,9 +22,9 @@ from typing import Any
 
 from reag.llm.base import Message
 from reag.llm.fake import FakeProvider
+from reag.untrusted import fenced
 
 SCRIPTED = "scripted"
-_DOCUMENT = re.compile(r"<untrusted_document[^>]*>\n?(.*?)\n?</untrusted_document", re.S)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 # The oracle's criteria per case: "n2" in ``scripted:n2`` sets it (1..7), else 2.
 _CRITERIA = re.compile(r"(?:^|[-_.])n([1-7])(?:$|[-_.])")
@@ -76,8 +76,8 @@ def _fill_type(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
 
 def _document_check(messages: Sequence[Message]) -> dict[str, Any]:
     """Every document relevant; its first sentence cited word for word."""
-    body = _DOCUMENT.search(messages[-1].content if messages else "")
-    first = _SENTENCE_END.split(body.group(1).strip())[0] if body else ""
+    bodies = fenced("untrusted_document", messages[-1].content if messages else "")
+    first = _SENTENCE_END.split(bodies[0].strip())[0] if bodies else ""
     evidence = [{"sentence": first[:300], "why": "it applies"}] if first else []
     return {"relevant": True, "reason": "It constrains the answer.", "evidence": evidence}
 
