@@ -18,6 +18,7 @@ MODULES = (
     "bench.generation",
     "bench.cascade",
     "bench.recorder",
+    "bench.injection",
 )
 
 
