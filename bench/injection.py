@@ -42,11 +42,12 @@ statistics from the file. REAG_INJECTION_SCORE=0 only reports.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -60,7 +61,7 @@ from reag.v1 import events_pb2 as pb
 if TYPE_CHECKING:
     from reag.calibration.fixed_sequence import ThresholdFit
     from reag.calibration.store import CalibrationItem
-    from reag.judging.judge import Judgement, TierJudge
+    from reag.judging.judge import TierJudge
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTACKS = ROOT / "examples" / "nutrition" / "redteam" / "attacks.yaml"
@@ -192,22 +193,30 @@ class Job:
     def attack_id(self) -> str:
         return self.attack.id if self.attack else CLEAN
 
+    @property
+    def request(self) -> pb.JudgeRequest:
+        return (
+            self.item.request if self.attack is None else attacked(self.item.request, self.attack)
+        )
 
-JudgeFn = Callable[[pb.JudgeRequest, str], Awaitable["Judgement"]]
+
+def prompt_digest(judge: TierJudge, job: Job) -> str:
+    """sha256 of the prompts the judge sends for ``job``: a stored judgement counts only
+    while the prompts are the same (an attack's text or the fencing changed: judged again)."""
+    prompts = judge.prompts(job.request, exclude_item=job.item.item_id)
+    text = json.dumps(
+        [p if isinstance(p, str) else [[m.role, m.content] for m in p] for p in prompts]
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def plan(
     attacks: Sequence[Attack],
     items: Mapping[str, CalibrationItem],
     samples: Mapping[Label, Sequence[str]],
-    *,
-    clean_first: bool,
 ) -> list[Job]:
     """Every (attack, item) pair, item-major so a partial run covers every attack."""
     jobs: list[Job] = []
-    if clean_first:
-        ids = sorted({i for s in samples.values() for i in s})
-        jobs += [Job(None, items[i]) for i in ids]
     for position in range(max((len(s) for s in samples.values()), default=0)):
         for attack in attacks:
             ids = samples[attack.target]
@@ -216,38 +225,55 @@ def plan(
     return jobs
 
 
-async def score(
+def current(
+    lines: Iterable[Mapping[str, Any]],
+    judge: TierJudge,
     jobs: Iterable[Job],
-    judge: JudgeFn,
+    identity: Mapping[str, str],
+) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """The stored line of each job made by this judge identity on today's prompts (the last
+    such line where there are several), by (attack id, item id)."""
+    wanted = {
+        (identity["weights_sha256"], identity["prompt_version"], j.attack_id, j.item.item_id): (
+            prompt_digest(judge, j)
+        )
+        for j in jobs
+    }
+    found: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for line in lines:
+        k = key(line)
+        if k in wanted and line.get("prompt_sha256") == wanted[k]:
+            found[k[2], k[3]] = line
+    return found
+
+
+async def score(
+    jobs: Sequence[Job],
+    judge: TierJudge,
     path: Path,
     identity: Mapping[str, str],
     *,
     progress: Callable[[str], None] = print,
 ) -> int:
-    """Judge every job not yet in ``path``, appending one line each; returns how many ran."""
-    done = {key(line) for line in read_lines(path)}
-    todo = [
-        j
-        for j in jobs
-        if (identity["weights_sha256"], identity["prompt_version"], j.attack_id, j.item.item_id)
-        not in done
-    ]
+    """Judge every job not yet in ``path`` on today's prompts, one line each, appended as it
+    is made; returns how many ran."""
+    done = current(read_lines(path), judge, jobs, identity)
+    todo = [j for j in jobs if (j.attack_id, j.item.item_id) not in done]
     progress(f"{identity['model']}: {len(done)} stored, {len(todo)} to judge -> {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
     ran = 0
     spent = 0.0
     with path.open("a", encoding="utf-8") as out:
         for job in todo:
-            request = (
-                job.item.request if job.attack is None else attacked(job.item.request, job.attack)
-            )
+            digest = prompt_digest(judge, job)
             started = time.perf_counter()
-            judgement = await judge(request, job.item.item_id)
+            judgement = await judge.judge(job.request, exclude_item=job.item.item_id)
             seconds = time.perf_counter() - started
             line = {
                 **identity,
                 "attack_id": job.attack_id,
                 "item_id": job.item.item_id,
+                "prompt_sha256": digest,
                 "target": job.attack.target if job.attack else None,
                 "field": job.attack.field if job.attack else None,
                 "verdict": judgement.verdict,
@@ -290,26 +316,18 @@ class Outcome:
 
 
 def outcomes(
-    lines: Iterable[Mapping[str, Any]],
+    stored: Mapping[tuple[str, str], Mapping[str, Any]],
     attacks: Mapping[str, Attack],
     clean: Mapping[str, Clean],
-    identity: Mapping[str, str],
 ) -> list[Outcome]:
-    """The stored attacked judgements of one judge identity that have a clean verdict."""
+    """The attacked judgements (from ``current``) beside their items' clean verdicts."""
     out = []
-    for line in lines:
-        if (line["weights_sha256"], line["prompt_version"]) != (
-            identity["weights_sha256"],
-            identity["prompt_version"],
-        ):
-            continue
-        attack = attacks.get(str(line["attack_id"]))
-        base = clean.get(str(line["item_id"]))
-        if attack is None or base is None:
-            continue
-        out.append(
-            Outcome(attack, base.item_id, base.verdict, line["verdict"], float(line["confidence"]))
-        )
+    for (attack_id, item_id), line in sorted(stored.items()):
+        attack, base = attacks.get(attack_id), clean.get(item_id)
+        if attack is not None and base is not None:
+            out.append(
+                Outcome(attack, item_id, base.verdict, line["verdict"], float(line["confidence"]))
+            )
     return out
 
 
@@ -475,37 +493,33 @@ async def run_tier(
     }
     out_path = INJECTION_SCORES / snapshot_name(model, judge.prompt_version)
     clean_path = scores_path(model, judge.prompt_version)
-    stored = {
+    stored: dict[str, Mapping[str, Any]] = {
         i: line
         for i, line in stored_clean(clean_path).items()
         if line.get("weights_sha256") == identity["weights_sha256"]
     }
-    lines = read_lines(out_path)
     threshold = threshold_of(clean_path) if stored else None
     if not stored:
-        candidates = candidates_without_scores(items, examples, 3 * n_items, seed)
-        jobs = [Job(None, items[i]) for i in candidates]
+        jobs = [
+            Job(None, items[i])
+            for i in candidates_without_scores(items, examples, 3 * n_items, seed)
+        ]
         if do_score:
-            await score(jobs, _judge_fn(judge), out_path, identity)
-        lines = read_lines(out_path)
+            await score(jobs, judge, out_path, identity)
         stored = {
-            str(line["item_id"]): line
-            for line in lines
-            if line["attack_id"] == CLEAN
-            and (line["weights_sha256"], line["prompt_version"])
-            == (identity["weights_sha256"], identity["prompt_version"])
+            i: line for (_, i), line in current(read_lines(out_path), judge, jobs, identity).items()
         }
     clean = clean_of(stored, items)
     samples: dict[Label, tuple[str, ...]] = {
         "YES": sample(clean, "YES", n_items, seed),
         "NO": sample(clean, "NO", n_items, seed),
     }
+    jobs = plan(attacks, items, samples)
     if do_score:
-        jobs = plan(attacks, items, samples, clean_first=False)
-        await score(jobs, _judge_fn(judge), out_path, identity)
-        lines = read_lines(out_path)
+        await score(jobs, judge, out_path, identity)
     await client.aclose()
-    found = outcomes(lines, {a.id: a for a in attacks}, clean, identity)
+    made = current(read_lines(out_path), judge, jobs, identity)
+    found = outcomes(made, {a.id: a for a in attacks}, clean)
     baseline = clean_path.relative_to(ROOT) if clean_path.exists() else "judged here"
     head = [
         f"Judge {model} N={config.n_annotators} K={config.k_examples}, {judge.prompt_version}, "
@@ -513,18 +527,10 @@ async def run_tier(
         f"Clean baseline: {baseline}; attacked judgements: {out_path.relative_to(ROOT)}",
         f"Samples (seed {seed}): target YES on {', '.join(samples['YES'])}; "
         f"target NO on {', '.join(samples['NO'])}",
-        f"Judged {len(found)} of {sum(len(samples[a.target]) for a in attacks)} planned "
-        f"(attacks × items).",
+        f"Judged {len(found)} of {len(jobs)} planned (attacks × items).",
         "",
     ]
     return head + report(found, threshold, f"Flip rate: {model} (tier {tier})")
-
-
-def _judge_fn(judge: TierJudge) -> JudgeFn:
-    async def call(request: pb.JudgeRequest, item_id: str) -> Judgement:
-        return await judge.judge(request, exclude_item=item_id)
-
-    return call
 
 
 def tiers() -> list[tuple[int, str]]:
