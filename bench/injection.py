@@ -184,6 +184,15 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- judging
 
 
+def _drop_cut_tail(path: Path) -> None:
+    """Cut a last line that a kill left without its newline, so the next line starts clean."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
 @dataclass(frozen=True)
 class Job:
     attack: Attack | None  # None: the clean item
@@ -257,6 +266,7 @@ async def score(
 ) -> int:
     """Judge every job not yet in ``path`` on today's prompts, one line each, appended as it
     is made; returns how many ran."""
+    _drop_cut_tail(path)
     done = current(read_lines(path), judge, jobs, identity)
     todo = [j for j in jobs if (j.attack_id, j.item.item_id) not in done]
     progress(f"{identity['model']}: {len(done)} stored, {len(todo)} to judge -> {path}")
