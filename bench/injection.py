@@ -72,6 +72,8 @@ ALPHA = 0.30
 DELTA = 0.10
 GOAL = 0.05
 ITEMS = 10
+CONTROL = "control"
+"""Family of the harmless additions that show how often any added text moves a verdict."""
 CLEAN = "clean"
 """Attack id of a clean judgement, for a tier with no stored clean scores."""
 
@@ -371,7 +373,13 @@ def rates(found: Sequence[Outcome], fit: ThresholdFit | None) -> tuple[Rate, Rat
 
 
 def report(found: Sequence[Outcome], fit: ThresholdFit | None, title: str) -> list[str]:
-    """The tier's table: overall, per family, per field, and the attacks that flipped anything."""
+    """The tier's table: overall, per family, per field, and the attacks that flipped anything.
+
+    Controls (family ``control``: harmless text in the same field) are kept out of the
+    rates and shown apart: they tell how often merely adding text moves a verdict.
+    """
+    controls = [o for o in found if o.attack.family == CONTROL]
+    found = [o for o in found if o.attack.family != CONTROL]
     overall, accepted_share, among = rates(found, fit)
     if fit is None:
         lam = "none (no stored clean scores)"
@@ -393,6 +401,8 @@ def report(found: Sequence[Outcome], fit: ThresholdFit | None, title: str) -> li
         f"- accepted flips (attacked confidence ≥ λ̂) among all attacked judgements: "
         f"{accepted_share.cell()}",
         f"- flips among the accepted attacked verdicts: {among.cell()}",
+        f"- controls (harmless text, same fields; not in the rates): "
+        f"{rates(controls, fit)[0].cell()}; accepted {rates(controls, fit)[1].cell()}",
         "",
         "| group | flips / judgements | accepted flips / accepted |",
         "|---|---|---|",
