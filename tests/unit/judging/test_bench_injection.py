@@ -230,3 +230,16 @@ async def test_a_rerun_judges_only_what_is_missing_or_whose_prompt_changed(
     keys = [bench.key(json.loads(t)) for t in path.read_text().splitlines() if t.endswith("}")]
     assert all(k[:2] == ("", "judge-prompt-v4/x") for k in keys)
     assert len(provider.calls) == 6
+
+
+def test_a_tier_without_stored_scores_judges_a_fixed_pass_type_pool_clean_first(
+    bench: ModuleType, items: list[CalibrationItem]
+) -> None:
+    labelled = read_labelled(ROOT / "examples" / "nutrition" / "calibration.jsonl")
+    by_id = {i.item_id: i for i in labelled}
+    examples = {labelled[0].item_id, items[0].item_id}
+    pool = bench.candidates_without_scores(by_id, examples, 30, 0)
+    assert len(pool) == len(set(pool)) == 30
+    assert not set(pool) & examples
+    assert all(Condition.of(by_id[i].request.criterion.text).polarity == "pass" for i in pool)
+    assert pool == bench.candidates_without_scores(by_id, examples, 30, 0)
