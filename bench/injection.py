@@ -36,7 +36,8 @@ judged on the clean items first, into the attacked file under attack id
 examples/nutrition/scores/injection/<model>.<prompt tag>.jsonl keyed by the
 weights' sha256, the judge's prompt version, attack id and item id, written
 as soon as it is made; a rerun judges only the missing keys and computes the
-statistics from the file. REAG_INJECTION_SCORE=0 only reports.
+statistics from the file. REAG_INJECTION_SCORE=0 only reports. The report also
+goes to REAG_BENCH_OUT (default bench/out) as injection.md.
 """
 
 from __future__ import annotations
@@ -577,15 +578,20 @@ def run() -> None:
     )
     from reag.llm import ConfigurationError
 
+    report_lines = ["# Prompt injection (bench.injection)", ""]
     for tier, model in tiers():
         try:
             lines = asyncio.run(
                 run_tier(model, tier, attacks, n_items=n_items, seed=seed, do_score=do_score)
             )
         except ConfigurationError as exc:  # a hosted model without its key: say so, go on
-            print(f"tier {tier} {model}: skipped ({exc})\n")
-            continue
+            lines = [f"tier {tier} {model}: skipped ({exc})"]
         print("\n".join(lines) + "\n", flush=True)
+        report_lines += [*lines, ""]
+    out = Path(os.environ.get("REAG_BENCH_OUT", str(ROOT / "bench" / "out")))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "injection.md").write_text("\n".join(report_lines), encoding="utf-8")
+    print(f"wrote {out / 'injection.md'}")
 
 
 if __name__ == "__main__":
