@@ -548,10 +548,27 @@ async def run_tier(
         f"Clean baseline: {baseline}; attacked judgements: {out_path.relative_to(ROOT)}",
         f"Samples (seed {seed}): target YES on {', '.join(samples['YES'])}; "
         f"target NO on {', '.join(samples['NO'])}",
+        *(_clean_note(clean, samples[t], t, threshold) for t in ("YES", "NO")),
         f"Judged {len(found)} of {len(jobs)} planned (attacks × items).",
         "",
     ]
     return head + report(found, threshold, f"Flip rate: {model} (tier {tier})")
+
+
+def _clean_note(
+    clean: Mapping[str, Clean], ids: Sequence[str], target: str, fit: ThresholdFit | None
+) -> str:
+    """How sure the judge was of the sampled items' clean verdicts: a verdict it barely
+    held flips under any added text, which the controls show."""
+    if not ids:
+        return f"No item for target {target}."
+    confidence = sorted(clean[i].confidence for i in ids)
+    held = sum(bool(fit.accepts([c])[0]) for c in confidence) if fit is not None else 0
+    return (
+        f"Target {target} items, clean confidence min / median / max: {confidence[0]:.3f} / "
+        f"{confidence[len(confidence) // 2]:.3f} / {confidence[-1]:.3f}; "
+        f"{held} of {len(ids)} clean verdicts accepted at λ̂."
+    )
 
 
 def tiers() -> list[tuple[int, str]]:
