@@ -21,6 +21,7 @@ MODULES = (
     "bench.trust",
     "bench.trust_stack",
     "bench.pipeline",
+    "bench.injection",
 )
 
 

@@ -10,7 +10,12 @@ inside a fence is an instruction. That promise holds only if the text cannot
 close its own fence (or open or fake another one) and carry on as if it were
 ours, so inside fenced text every ``<`` that starts a tag of ours — an
 opening or closing tag whose name begins with ``untrusted``, in any case,
-with any whitespace around the ``/`` — is written as ``&lt;``. One shared
+with any whitespace around the ``/`` — is written as ``&lt;``. A model reads
+past spelling a regular expression would not: a fullwidth or angle-bracket
+look-alike of ``<`` or ``/``, a Cyrillic, Greek or fullwidth letter in place
+of a Latin one, an invisible character (zero-width, bidi control, Unicode
+tag) between letters. Those spellings count as our tags too (the red-team
+set of examples/nutrition/redteam tries them). One shared
 prefix for every fence tag makes that rule cover every fence at once: a text
 quoted in one fence cannot close any other either.
 
@@ -34,9 +39,37 @@ TRUNCATION_MARK = " [... truncated]"
 
 _TAG_NAME = re.compile(rf"{PREFIX}(?:_[a-z0-9]+)+")
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*")
-# "<" + optional whitespace, "/" and whitespace + the prefix, in any case: what
-# a model could read as one of our tags. Only the "<" is replaced.
-_TAG_LIKE = re.compile(rf"<(\s*/?\s*{PREFIX})", re.IGNORECASE)
+
+_LESS_THAN = "<\uff1c\ufe64\u2039\u2329\u3008\u27e8"
+"""``<`` and what renders like it: fullwidth, small form, single angle quote, angle brackets."""
+_SLASH = "/\uff0f\u2044\u2215\u29f8"
+"""``/`` and its look-alikes: fullwidth, fraction slash, division slash, big solidus."""
+_INVISIBLE = (
+    "\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+    "\U000e0000-\U000e007f"
+)
+"""Soft hyphen, zero-width and joiner characters, bidi controls, Unicode tag characters."""
+_LOOK_ALIKES = {
+    "u": "uU\u03c5\u057d\u0446\uff55\uff35",
+    "n": "nN\u043f\u0578\u03b7\u0274\uff4e\uff2e\u039d",
+    "t": "tT\u0442\u03c4\u0422\u03a4\uff54\uff34",
+    "r": "rR\u0433\u0280\uff52\uff32",
+    "s": "sS\u0455\u0405\uff53\uff33",
+    "e": "eE\u0435\u0415\u0454\u03b5\u0395\uff45\uff25",
+    "d": "dD\u0501\u0500\uff44\uff24",
+}
+"""Each letter of the prefix with its common Cyrillic, Greek and fullwidth look-alikes."""
+_GAP = rf"[\s{_INVISIBLE}]*"
+_IN_WORD = f"[{_INVISIBLE}]*"
+# What a model could read as one of our tags: a "<" (or a look-alike), optional
+# whitespace, "/" and invisible characters, then the prefix spelled with any
+# look-alike letters, invisible characters between them. Only the "<" is replaced.
+_TAG_LIKE = re.compile(
+    rf"[{_LESS_THAN}](?={_GAP}(?:[{_SLASH}]{_GAP})?"
+    + _IN_WORD.join(f"[{_LOOK_ALIKES[c]}]" for c in PREFIX)
+    + ")",
+    re.IGNORECASE,
+)
 
 
 def neutralise(text: str) -> str:
@@ -45,7 +78,7 @@ def neutralise(text: str) -> str:
     Everything else is left as it is, so ordinary text, markup and code read
     the same; only a sequence that could pass for one of our fence tags changes.
     """
-    return _TAG_LIKE.sub(r"&lt;\1", text)
+    return _TAG_LIKE.sub("&lt;", text)
 
 
 def clip(text: str, limit: int | None) -> str:
