@@ -32,6 +32,11 @@ lint: install ## ruff and mypy
 bench: install ## print the benchmarks: LLM layer, retrieval, cascade cost
 	$(PY) -m bench
 
+bench-retrieval: install ## retrieval benchmark on every example corpus (or MANIFEST=app.yaml BENCH=labels.yaml)
+	$(PY) -m bench retrieval $(if $(MANIFEST),--manifest $(MANIFEST) --bench $(BENCH),--examples) $(RETRIEVAL_ARGS)
+
+.PHONY: bench-retrieval
+
 chaos: install ## load and fault runs on the embedded stack (scripted model): counts in / out / doubled
 	$(PY) -m bench.chaos
 

@@ -48,7 +48,9 @@ def test_rrf_refuses_rankings_of_different_documents() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(SCORES, SCORES, st.floats(0.001, 1000), st.floats(-1000, 1000))
-def test_rrf_depends_only_on_ranks(a: list[float], b: list[float], scale: float, shift: float) -> None:
+def test_rrf_depends_only_on_ranks(
+    a: list[float], b: list[float], scale: float, shift: float
+) -> None:
     n = min(len(a), len(b))
     a, b = a[:n], b[:n]
     warped = [math.atan(x) * scale + shift for x in a]  # monotone, another scale entirely

@@ -42,8 +42,15 @@ async def test_judged_documents_come_first_by_p_relevant(corpus: list[Document])
     provider = FakeProvider(label_script=_says_yes_to("DK-1"))
     reranker = LlmReranker(LLMClient(provider), top_n=3, max_seconds=60, group=2)
     judged = await reranker.judge(SALT, corpus)
-    assert judged.probabilities == [pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.1), None, None]
-    assert judged.calls == 3 and reranker.stats.calls == 3
+    assert judged.probabilities == [
+        pytest.approx(0.1),
+        pytest.approx(0.1),
+        pytest.approx(0.1),
+        None,
+        None,
+    ]
+    assert judged.calls == 3
+    assert reranker.stats.calls == 3
     # Only the top 3 were shown to the model, each once, with both labels.
     assert len(provider.calls) == 3
     assert all(call.options["labels"] == ["YES", "NO"] for call in provider.calls)
@@ -56,7 +63,8 @@ async def test_reranker_prompt_fences_the_request_and_the_document(corpus: list[
     messages = provider.calls[0].payload
     user = messages[-1].content
     assert user.count("</untrusted_request>") == 1  # the text could not close the fence
-    assert "<untrusted_excerpt>" in user and "Title FR-1" in user
+    assert "<untrusted_excerpt>" in user
+    assert "Title FR-1" in user
 
 
 def test_reranked_scores_put_judged_first_and_keep_prior_order_for_the_rest() -> None:
@@ -91,10 +99,12 @@ async def test_cost_is_counted_and_the_cache_spares_a_second_call(
     cache = ScoreCache(tmp_path / "scores.sqlite")
     first = LlmReranker(LLMClient(provider, prices=price), top_n=2, cache=cache)
     await first.judge(SALT, corpus)
-    assert first.stats.calls == 2 and first.stats.cost_usd > 0
+    assert first.stats.calls == 2
+    assert first.stats.cost_usd > 0
     again = LlmReranker(LLMClient(provider, prices=price), top_n=2, cache=cache)
     judged = await again.judge(SALT, corpus)
-    assert again.stats.calls == 0 and again.stats.cache_hits == 2
+    assert again.stats.calls == 0
+    assert again.stats.cache_hits == 2
     assert judged.probabilities[1] == pytest.approx(0.9)
     assert len(provider.calls) == 2
     cache.close()
@@ -112,8 +122,12 @@ async def test_retriever_reranks_its_ranking_and_selects_by_threshold(
     assert [r.document.local_id for r in retrieval.selected] == ["DK-1"]
 
 
-async def test_rrf_kernel_fuses_bm25_and_embedding(corpus: list[Document], bag_embedder: Any) -> None:
-    config = RetrieverConfig(kernel="rrf", rrf_kernels=("bm25", "embedding"), selection="fixed", k=2)
+async def test_rrf_kernel_fuses_bm25_and_embedding(
+    corpus: list[Document], bag_embedder: Any
+) -> None:
+    config = RetrieverConfig(
+        kernel="rrf", rrf_kernels=("bm25", "embedding"), selection="fixed", k=2
+    )
     retrieval = await Retriever(config, embedder=bag_embedder).retrieve(SALT, corpus)
     assert retrieval.ranking[0].document.address == "requirement/FR-2"
     assert retrieval.ranking[0].score == pytest.approx(2 / 61)
