@@ -136,7 +136,9 @@ class Result:
     runs: list[tuple[list[str], set[str]]]
     seconds: float  # per intention
     calls: float  # model calls per intention
+    rankings: list[list[str]] = field(default_factory=list)  # the top 10 of each ranking
     intervals: dict[str, Interval] = field(default_factory=dict)
+    ranking_ndcg: Interval | None = None  # nDCG@10 of the ranking, whatever was selected
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -382,6 +384,7 @@ def methods(icralm_n: int) -> list[Method]:
 def evaluate(method: Method, corpus: Corpus, scores: Sequence[Scores]) -> Result | None:
     runs: list[tuple[list[str], set[str]]] = []
     ids: list[str] = []
+    rankings: list[list[str]] = []
     seconds = calls = 0.0
     for item, s in zip(corpus.items, scores, strict=True):
         ranked = method.scorer(s)
@@ -390,6 +393,7 @@ def evaluate(method: Method, corpus: Corpus, scores: Sequence[Scores]) -> Result
         order = top(ranked, len(ranked))
         keep = method.select(ranked)
         runs.append(([corpus.documents[j].address for j in order[:keep]], set(item.relevant)))
+        rankings.append([corpus.documents[j].address for j in order[:10]])
         ids.append(item.id)
         seconds += (
             s.bm25_s * ("bm25" in method.uses)
@@ -402,7 +406,7 @@ def evaluate(method: Method, corpus: Corpus, scores: Sequence[Scores]) -> Result
         )
     if not runs:
         return None
-    return Result(method, ids, runs, seconds / len(runs), calls / len(runs))
+    return Result(method, ids, runs, seconds / len(runs), calls / len(runs), rankings)
 
 
 # --- reporting -----------------------------------------------------------------------------
@@ -436,9 +440,9 @@ def ratios(result: Result, baseline: Result) -> tuple[Interval, float]:
 def table(results: Sequence[Result], baseline: Result) -> str:
     lines = [
         "| Method | Intentions | Precision | Recall | F1 [95% CI] | nDCG [95% CI] | "
-        "nDCG / BM25 k=5 [95% CI] | F1 / BM25 k=5 | Docs kept | s / intention | "
-        "Model calls / intention |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "nDCG / BM25 k=5 [95% CI] | F1 / BM25 k=5 | nDCG@10 of the ranking | Docs kept | "
+        "s / intention | Model calls / intention |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         ci = r.intervals
@@ -447,7 +451,7 @@ def table(results: Sequence[Result], baseline: Result) -> str:
         lines.append(
             f"| {r.method.name} | {len(r.runs)} | {ci['precision'].value:.3f} | "
             f"{ci['recall'].value:.3f} | {ci['f1']} | {ci['ndcg']} | {ndcg_ratio} | "
-            f"{f1_ratio:.2f} | {kept:.1f} | {r.seconds:.2f} | {r.calls:.1f} |"
+            f"{f1_ratio:.2f} | {r.ranking_ndcg} | {kept:.1f} | {r.seconds:.2f} | {r.calls:.1f} |"
         )
     return "\n".join(lines)
 
@@ -670,6 +674,12 @@ async def _run(argv: Sequence[str]) -> None:
             result = evaluate(method, corpus, scores)
             if result is not None:
                 result.intervals = bootstrap_intervals(result.runs)
+                result.ranking_ndcg = bootstrap_intervals(
+                    [
+                        (ranked, relevant)
+                        for ranked, (_, relevant) in zip(result.rankings, result.runs, strict=True)
+                    ]
+                )["ndcg"]
                 results[method.name] = result
         by_corpus[corpus.name] = results
         full[corpus.name] = len(corpus.items)
