@@ -278,11 +278,11 @@ def _zscores(values: Sequence[float]) -> list[float]:
 
 
 def _icralm_ranked(s: Scores, prefilter_n: int) -> list[float] | None:
-    """ICRALM on the embedding's top n (scored ones only), the rest below."""
+    """ICRALM on the embedding's top n; the rest are no candidates (-inf)."""
     if s.icralm is None:
         return None
     keep = set(top(s.embedding, prefilter_n))
-    return [s.icralm[j] if j in keep else -1e9 - j for j in range(len(s.icralm))]
+    return [s.icralm[j] if j in keep else -math.inf for j in range(len(s.icralm))]
 
 
 def _hybrid(s: Scores, prefilter_n: int) -> list[float] | None:
@@ -298,7 +298,7 @@ def _hybrid(s: Scores, prefilter_n: int) -> list[float] | None:
             strict=True,
         )
     ]
-    out = [-1e9 - j for j in range(len(s.bm25))]
+    out = [-math.inf] * len(s.bm25)
     for j, v in zip(keep, fused, strict=True):
         out[j] = v
     return out
@@ -390,8 +390,11 @@ def evaluate(method: Method, corpus: Corpus, scores: Sequence[Scores]) -> Result
         ranked = method.scorer(s)
         if ranked is None:
             continue
-        order = top(ranked, len(ranked))
-        keep = method.select(ranked)
+        # Documents a kernel never scored (-inf: outside its pre-filter) are not candidates,
+        # as in the Retriever, where the final kernel ranks its candidates only.
+        candidates = [j for j in range(len(ranked)) if math.isfinite(ranked[j])]
+        order = [candidates[i] for i in top([ranked[j] for j in candidates], len(candidates))]
+        keep = method.select([ranked[j] for j in candidates])
         runs.append(([corpus.documents[j].address for j in order[:keep]], set(item.relevant)))
         rankings.append([corpus.documents[j].address for j in order[:10]])
         ids.append(item.id)

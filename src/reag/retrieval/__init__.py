@@ -13,6 +13,7 @@ from reag.retrieval.fusion import rank_normalise, reciprocal_rank_fusion
 from reag.retrieval.icralm import IcralmKernel, icralm_context
 from reag.retrieval.intention import intention_text, make_intention
 from reag.retrieval.reasoning import InterpretationOutcome, SelfReasoner
+from reag.retrieval.rerank import LlmReranker, reranked_scores
 from reag.retrieval.retriever import (
     KERNELS,
     KernelName,
@@ -22,7 +23,6 @@ from reag.retrieval.retriever import (
     RetrieverConfig,
     RetrieverConfigError,
 )
-from reag.retrieval.rerank import LlmReranker, reranked_scores
 from reag.retrieval.score_cache import ScoreCache
 
 __all__ = [
