@@ -43,7 +43,12 @@ def main() -> None:
                 break  # numbering restarts: the appendices (old Packaging Manual) begin
             chapter, expected, current = chapter + 1, 1, None
             continue
-        if match and underlined and int(match.group(1)) == chapter and int(match.group(2)) == expected:
+        if (
+            match
+            and underlined
+            and int(match.group(1)) == chapter
+            and int(match.group(2)) == expected
+        ):
             expected += 1
             if chapter in CHAPTERS:
                 current = []
