@@ -32,6 +32,9 @@ lint: install ## ruff and mypy
 bench: install ## print the benchmarks: LLM layer, retrieval, cascade cost
 	$(PY) -m bench
 
+bench-retrieval: install ## retrieval benchmark on every example corpus (or MANIFEST=app.yaml BENCH=labels.yaml)
+	$(PY) -m bench retrieval $(if $(MANIFEST),--manifest $(MANIFEST) --bench $(BENCH),--examples) $(RETRIEVAL_ARGS)
+
 chaos: install ## load and fault runs on the embedded stack (scripted model), then the fuzz run: counts in / out / doubled
 	$(PY) -m bench.chaos
 	$(MAKE) fuzz
@@ -58,5 +61,5 @@ lock: ## recompile the images' hash-pinned lock files (requirements/*.lock)
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .reag
 
-.PHONY: help install proto demo test test-fast lint bench chaos fuzz up down status tiers lock clean
+.PHONY: help install proto demo test test-fast lint bench bench-retrieval chaos fuzz up down status tiers lock clean
 

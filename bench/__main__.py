@@ -1,4 +1,7 @@
-"""``python -m bench [name ...]``: run every benchmark module (or the named ones) in turn.
+"""``python -m bench [name ...] [--option ...]``: run every benchmark module (or the named ones).
+
+Options after the names go to each named module's ``main(argv)`` (for
+instance ``python -m bench retrieval --manifest APP.yaml --bench BENCH.yaml``).
 
 Modules are listed here in order; one that does not exist yet is skipped, so
 benchmarks can join as their parts of reag land.
@@ -26,6 +29,8 @@ MODULES = (
 
 
 def main(argv: list[str]) -> int:
+    first_option = next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv))
+    argv, options = argv[:first_option], argv[first_option:]
     wanted = {f"bench.{name.removeprefix('bench.')}" for name in argv}
     for name in MODULES:
         if wanted and name not in wanted:
@@ -40,7 +45,13 @@ def main(argv: list[str]) -> int:
         title = (module.__doc__ or name).strip().splitlines()[0]
         print(f"== {name}: {title}", flush=True)
         started = time.perf_counter()
-        module.run()
+        if options:
+            if not hasattr(module, "main"):
+                print(f"{name} takes no options: {' '.join(options)}", file=sys.stderr)
+                return 2
+            module.main(options)
+        else:
+            module.run()
         print(f"== {name} done in {time.perf_counter() - started:.0f} s\n", flush=True)
     return 0
 

@@ -1,67 +1,77 @@
-"""Benchmark: which retriever finds the documents an expert would need, and at what cost.
+"""Benchmark: which retriever finds the documents an expert needs, on any app, at what cost.
 
-On the example app's hand-labelled intentions (examples/nutrition/
-retrieval_bench.yaml, each listing its relevant corpus addresses), prints
-precision, recall, F1 and nDCG of the selected documents for ICRALM with
-adaptive k, embedding cosine with k=5, BM25 with k=5 and with adaptive k,
-and the combinations, side by side, with the number of intentions and the
-cost of each method.
+``python -m bench retrieval`` runs on the example app (examples/nutrition);
+``python -m bench retrieval --manifest APP.yaml --bench BENCH.yaml`` on any
+app and labelled intention file (repeat the pair for several apps), and
+``--examples`` on every example app that has a ``retrieval_bench.yaml``
+(``make bench-retrieval``). A bench file lists intentions (query, persona
+category, situation) with the corpus addresses an expert needs for each
+(see examples/nutrition/retrieval_bench.yaml).
 
-Cost. ICRALM over the whole corpus scores every (intention, document) pair
-with the local model (about a second each on a shared 2-core machine), so
-it runs on a spread subset of the intentions (every third by default); the
-methods that pre-filter with the embedding need ICRALM only for their top
-N documents and run on every intention. Two tables come out of one run:
-every method on the subset, and every method that can afford it on all
-intentions. The needed pairs are scored first, document by document (the
-model keeps the document in its KV cache across intentions), and stored
-with the seconds they took in an SQLite cache under
-``<state_dir>/cache/retrieval/``, so a rerun makes no model call. Each
-method then runs through the real ``Retriever`` on the cached scores; per
-method the table gives the ICRALM scorings it needs per intention, the
-model seconds those took when computed, and its own wall time in this run.
-A cold run (2,265 scorings) took 36 minutes on a shared 2-core machine; a
-rerun from the cache takes under a minute (docs/retrieval.md).
+What runs. The kernels' scores are computed once per intention and every
+method is a function of them (the same functions the ``Retriever`` uses):
+BM25 and MiniLM cosine on every document of every intention; ICRALM (the
+local base model, default gemma-3-270m) on the union of the embedding's and
+the BM25+embedding fusion's top ``--icralm-n`` documents, for every
+``--icralm-every``-th intention; the pointwise LLM reranker (default the
+local Qwen2.5-Coder 1.5B instruct model) on the fusion's top ``--rerank-n``
+for every ``--rerank-every``-th intention, at most ``--rerank-max-s``
+seconds per intention. 0 turns a model off. Model scores are cached in
+SQLite under ``<state_dir>/cache/retrieval/``, so a rerun makes no model
+call, and the seconds each took are kept with it.
 
-Knobs (environment): ``REAG_BENCH_LIMIT`` (first N intentions),
-``REAG_BENCH_FULL_EVERY`` (full-corpus ICRALM on every Nth intention, default
-3; 1 = all), ``REAG_BENCH_PREFILTER`` (documents the embedding keeps for
-ICRALM, default 15), ``REAG_BENCH_MODEL`` (default local:gemma-3-270m),
-``REAG_BENCH_OUT`` (a folder for the Markdown tables and per-intention JSON).
+What is reported, per corpus and method: precision, recall, F1 and nDCG of
+the selected documents with 95% bootstrap intervals over intentions, the
+documents kept, seconds and model calls per intention, and the ratio of the
+method's F1 and nDCG to BM25 with k=5 on the same intentions (paired
+bootstrap interval). With two corpora or more, the default is chosen by
+leave-one-corpus-out among the methods that ran on every intention: for
+each corpus, the method with the best mean of its F1 and nDCG ratios to
+BM25 on the *other* corpora is scored on the one left out.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import math
 import os
 import statistics
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from reag.corpus import Document, load_manifest, load_sources
-from reag.llm.client import LLMClient
 from reag.retrieval import (
+    Bm25Kernel,
     Embedder,
     EmbeddingKernel,
     IcralmKernel,
-    Retriever,
-    RetrieverConfig,
+    LlmReranker,
     ScoreCache,
+    adaptive_k,
+    fixed_k,
     make_intention,
+    reciprocal_rank_fusion,
+    reranked_scores,
+    threshold_k,
 )
-from reag.retrieval.evaluation import QualitySummary, summarise
+from reag.retrieval.evaluation import Interval, bootstrap_intervals, ndcg, paired_ratio, summarise
+from reag.retrieval.evaluation import precision as precision_of
+from reag.retrieval.evaluation import recall as recall_of
 from reag.settings import ReagSettings
 from reag.v1 import events_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent
-MANIFEST = ROOT / "examples" / "nutrition" / "app.yaml"
-BENCH_FILE = ROOT / "examples" / "nutrition" / "retrieval_bench.yaml"
+EXAMPLES = ROOT / "examples"
+MANIFEST = EXAMPLES / "nutrition" / "app.yaml"
+BENCH_FILE = EXAMPLES / "nutrition" / "retrieval_bench.yaml"
+BASELINE = "BM25, k=5"
 
 
 class BenchIntention(BaseModel):
@@ -80,77 +90,64 @@ class BenchFile(BaseModel):
     intentions: list[BenchIntention] = Field(min_length=1)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass
+class Corpus:
+    name: str
+    documents: list[Document]
+    items: list[BenchIntention]
+    intentions: list[pb.Intention]
+
+
+@dataclass
+class Scores:
+    """One intention's kernel scores over the whole corpus (None: that kernel did not run)."""
+
+    bm25: list[float]
+    embedding: list[float]
+    bm25_s: float
+    embedding_s: float
+    icralm: list[float] | None = None  # -inf outside the scored candidates
+    icralm_s: float = 0.0
+    icralm_calls: int = 0
+    rerank: list[float | None] | None = None  # P(relevant), None where not judged
+    rerank_s: float = 0.0
+    rerank_calls: int = 0
+
+    def fused(self) -> list[float]:
+        return reciprocal_rank_fusion([self.bm25, self.embedding])
+
+
+Scorer = Callable[[Scores], list[float] | None]
+
+
+@dataclass(frozen=True)
 class Method:
     name: str
-    config: RetrieverConfig
-
-    @property
-    def full_icralm(self) -> bool:
-        """Scores every document with ICRALM (affordable only on the subset)."""
-        return self.config.kernel == "icralm"
+    scorer: Scorer
+    select: Callable[[list[float]], int]  # how many of the ranking to keep
+    uses: frozenset[str]  # kernels whose cost it carries
+    family: str  # the scorer, for the tables' grouping
 
 
-@dataclass(frozen=True, slots=True)
-class MethodResult:
+@dataclass
+class Result:
     method: Method
-    quality: QualitySummary
-    tuning: QualitySummary  # b-002, b-004, ... (every second intention): where choices were made
-    holdout: QualitySummary  # b-001, b-003, ...: not looked at while choosing
-    icralm_scorings: float  # per intention
-    icralm_model_s: float  # per intention, as measured when the scores were computed
-    wall_s: float  # this run, whole method
-    per_intention: list[dict[str, object]]
+    ids: list[str]
+    runs: list[tuple[list[str], set[str]]]
+    seconds: float  # per intention
+    calls: float  # model calls per intention
+    rankings: list[list[str]] = field(default_factory=list)  # the top 10 of each ranking
+    intervals: dict[str, Interval] = field(default_factory=dict)
+    ranking_ndcg: Interval | None = None  # nDCG@10 of the ranking, whatever was selected
 
 
-def methods(prefilter_n: int) -> list[Method]:
-    """The paper's and the brief's methods, then the combinations and selection rules we tried.
-
-    Adaptive k follows the paper (k from 1, buffer 1) unless the name says
-    otherwise. "min k 3" rows search the gap from the third document on.
-    """
-    n = prefilter_n
-    paper = {"min_k": 1, "buffer": 1}
-    return [
-        Method("ICRALM + adaptive k", RetrieverConfig(kernel="icralm", **paper)),
-        Method("ICRALM, k=5", RetrieverConfig(kernel="icralm", selection="fixed")),
-        Method("Embedding cosine, k=5", RetrieverConfig(kernel="embedding", selection="fixed")),
-        Method("Embedding cosine + adaptive k", RetrieverConfig(kernel="embedding", **paper)),
-        Method("BM25, k=5", RetrieverConfig(kernel="bm25", selection="fixed")),
-        Method("BM25 + adaptive k", RetrieverConfig(kernel="bm25", **paper)),
-        Method(
-            f"Embedding top {n} -> ICRALM + adaptive k",
-            RetrieverConfig(kernel="embedding+icralm", prefilter_n=n, **paper),
-        ),
-        Method(
-            f"Hybrid (top {n}) + adaptive k",
-            RetrieverConfig(kernel="hybrid", prefilter_n=n, **paper),
-        ),
-        Method(
-            f"Hybrid (top {n}), k=5",
-            RetrieverConfig(kernel="hybrid", prefilter_n=n, selection="fixed"),
-        ),
-        Method(
-            "Embedding cosine + adaptive k, min k 3, no buffer",
-            RetrieverConfig(kernel="embedding", min_k=3, buffer=0),
-        ),
-        Method(
-            f"Hybrid (top {n}) + adaptive k, min k 3, buffer 1 [default]",
-            RetrieverConfig(kernel="hybrid", prefilter_n=n, min_k=3, buffer=1),
-        ),
-        Method(
-            f"Hybrid (top {n}) + adaptive k, min k 3, no buffer [best]",
-            RetrieverConfig(kernel="hybrid", prefilter_n=n, min_k=3, buffer=0),
-        ),
-    ]
+# --- loading -------------------------------------------------------------------------------
 
 
-def load_bench(
-    limit: int | None,
-) -> tuple[list[Document], list[BenchIntention], list[pb.Intention]]:
-    manifest = load_manifest(MANIFEST)
+def load_corpus(manifest_path: Path, bench_path: Path, limit: int | None) -> Corpus:
+    manifest = load_manifest(manifest_path)
     documents = load_sources(manifest.corpus_paths(), manifest.name)
-    bench = BenchFile.model_validate(yaml.safe_load(BENCH_FILE.read_text(encoding="utf-8")))
+    bench = BenchFile.model_validate(yaml.safe_load(bench_path.read_text(encoding="utf-8")))
     items = bench.intentions[:limit] if limit else bench.intentions
     addresses = {d.address for d in documents}
     personas = {d.local_id: d for d in documents if d.kind == "persona"}
@@ -159,12 +156,12 @@ def load_bench(
         unknown = [a for a in item.relevant if a not in addresses]
         if unknown:
             raise SystemExit(
-                f"{BENCH_FILE}: intention {item.id} labels unknown documents {unknown}"
+                f"{bench_path}: intention {item.id} labels unknown documents {unknown}"
             )
         persona = personas.get(item.persona_category)
         if item.persona_category and persona is None:
             raise SystemExit(
-                f"{BENCH_FILE}: intention {item.id} names unknown persona {item.persona_category!r}"
+                f"{bench_path}: intention {item.id} names unknown persona {item.persona_category!r}"
             )
         intentions.append(
             make_intention(
@@ -176,203 +173,545 @@ def load_bench(
                 case_id=item.id,
             )
         )
-    return documents, items, intentions
+    return Corpus(manifest.name, documents, items, intentions)
 
 
-async def warm_icralm(
-    kernel: IcralmKernel,
-    embedding: EmbeddingKernel,
-    intentions: Sequence[pb.Intention],
-    documents: Sequence[Document],
-    *,
-    full: set[int],
-    prefilter_n: int,
-) -> float:
-    """Scores (and caches) every pair a method will ask for; returns the wall seconds.
-
-    Intentions in ``full`` need every document, the others their embedding
-    top ``prefilter_n``. Pairs are visited document by document.
-    """
-    started = time.perf_counter()
-    wanted: dict[int, list[int]] = {}
-    for i, intention in enumerate(intentions):
-        if i in full:
-            docs = list(range(len(documents)))
-        else:
-            cosine = await embedding.score(intention, documents)
-            docs = sorted(range(len(documents)), key=lambda j: -cosine[j])[:prefilter_n]
-        for j in docs:
-            wanted.setdefault(j, []).append(i)
-    pairs = [(intentions[i], documents[j]) for j in sorted(wanted) for i in wanted[j]]
-    step = 200
-    for start in range(0, len(pairs), step):
-        await kernel.score_pairs(pairs[start : start + step])
-        print(
-            f"  ICRALM: {min(start + step, len(pairs))}/{len(pairs)} pairs "
-            f"({kernel.stats.calls} model calls, {kernel.stats.cache_hits} cached, "
-            f"{time.perf_counter() - started:.0f} s)",
-            flush=True,
-        )
-    return time.perf_counter() - started
-
-
-async def run_method(
-    method: Method,
-    positions: Sequence[int],
-    items: Sequence[BenchIntention],
-    intentions: Sequence[pb.Intention],
-    documents: Sequence[Document],
-    *,
-    client: LLMClient,
-    embedder: Embedder,
-    cache: ScoreCache,
-    embedding_dir: Path,
-) -> MethodResult:
-    retriever = Retriever(
-        method.config,
-        client=client,
-        embedder=embedder,
-        score_cache=cache,
-        embedding_cache_dir=embedding_dir,
-    )
-    runs: list[tuple[list[str], set[str]]] = []
-    detail: list[dict[str, object]] = []
-    started = time.perf_counter()
-    for item, intention in zip(items, intentions, strict=True):
-        retrieval = await retriever.retrieve(intention, documents)
-        selected = [r.document.address for r in retrieval.selected]
-        runs.append((selected, set(item.relevant)))
-        detail.append(
-            {
-                "id": item.id,
-                "k": retrieval.k,
-                "buffer": retrieval.buffer,
-                "selected": selected,
-                "relevant": item.relevant,
-                "top10": [(r.document.address, round(r.score, 4)) for r in retrieval.ranking[:10]],
-            }
-        )
-    wall = time.perf_counter() - started
-    stats = retriever.icralm.stats if retriever.icralm is not None else None
-    n = len(items)
-    scorings = (stats.calls + stats.cache_hits) / n if stats else 0.0
-    model_s = (stats.latency_s + stats.cached_latency_s) / n if stats else 0.0
-    return MethodResult(
-        method,
-        summarise(runs),
-        summarise([run for run, i in zip(runs, positions, strict=True) if i % 2 == 1]),
-        summarise([run for run, i in zip(runs, positions, strict=True) if i % 2 == 0]),
-        scorings,
-        model_s,
-        wall,
-        detail,
-    )
-
-
-def table(results: Sequence[MethodResult]) -> str:
-    header = (
-        "| Method | Intentions | Precision | Recall | F1 | F1 tuning / holdout | nDCG | "
-        "Docs kept | ICRALM scorings / intention | ICRALM model s / intention | "
-        "Wall s (this run) |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    )
-    rows = [
-        f"| {r.method.name} | {r.quality.n} | {r.quality.precision:.3f} | "
-        f"{r.quality.recall:.3f} | {r.quality.f1:.3f} | "
-        f"{r.tuning.f1:.3f} / {r.holdout.f1:.3f} | {r.quality.ndcg:.3f} | "
-        f"{r.quality.mean_selected:.1f} | {r.icralm_scorings:.0f} | {r.icralm_model_s:.1f} | "
-        f"{r.wall_s:.1f} |"
-        for r in results
+def example_pairs() -> list[tuple[Path, Path]]:
+    return [
+        (bench.parent / "app.yaml", bench)
+        for bench in sorted(EXAMPLES.glob("*/retrieval_bench.yaml"))
+        if (bench.parent / "app.yaml").exists()
     ]
-    return "\n".join([header, *rows])
 
 
-async def _run() -> None:
+# --- scoring -------------------------------------------------------------------------------
+
+
+def top(scores: Sequence[float], n: int) -> list[int]:
+    return sorted(range(len(scores)), key=lambda i: -scores[i])[:n]
+
+
+async def score_corpus(
+    corpus: Corpus,
+    *,
+    embedding: EmbeddingKernel,
+    icralm: IcralmKernel | None,
+    icralm_every: int,
+    icralm_n: int,
+    reranker: LlmReranker | None,
+    rerank_every: int,
+) -> list[Scores]:
+    bm25 = Bm25Kernel()
+    docs = corpus.documents
+    # Encode the corpus and load the model once, outside the per-intention timings.
+    embedding.document_matrix(docs)
+    if corpus.intentions:
+        await embedding.score(corpus.intentions[0], docs)
+    out: list[Scores] = []
+    for intention in corpus.intentions:
+        started = time.perf_counter()
+        b = await bm25.score(intention, docs)
+        mid = time.perf_counter()
+        e = await embedding.score(intention, docs)
+        out.append(Scores(b, e, mid - started, time.perf_counter() - mid))
+    if icralm is not None and icralm_every:
+        wanted: dict[int, list[int]] = {}
+        for i in range(0, len(out), icralm_every):
+            for j in sorted(
+                set(top(out[i].embedding, icralm_n)) | set(top(out[i].fused(), icralm_n))
+            ):
+                wanted.setdefault(j, []).append(i)
+        # Document by document: the local model keeps the document in its KV cache.
+        pairs = [(i, j) for j in sorted(wanted) for i in wanted[j]]
+        for i in {i for i, _ in pairs}:
+            out[i].icralm = [-math.inf] * len(docs)
+        started = time.perf_counter()
+        for n_done, (i, j) in enumerate(pairs, start=1):
+            calls, hits = icralm.stats.calls, icralm.stats.cache_hits
+            spent = icralm.stats.latency_s + icralm.stats.cached_latency_s
+            [score] = await icralm.score_pairs([(corpus.intentions[i], docs[j])])
+            target = out[i]
+            assert target.icralm is not None
+            target.icralm[j] = score
+            target.icralm_s += icralm.stats.latency_s + icralm.stats.cached_latency_s - spent
+            target.icralm_calls += (icralm.stats.calls - calls) + (icralm.stats.cache_hits - hits)
+            if n_done % 50 == 0 or n_done == len(pairs):
+                print(
+                    f"  {corpus.name} ICRALM: {n_done}/{len(pairs)} pairs ({icralm.stats.calls} "
+                    f"model calls, {icralm.stats.cache_hits} cached, "
+                    f"{time.perf_counter() - started:.0f} s)",
+                    flush=True,
+                )
+    if reranker is not None and rerank_every:
+        indices = list(range(0, len(out), rerank_every))
+        started = time.perf_counter()
+        for n_done, i in enumerate(indices, start=1):
+            order = top(out[i].fused(), len(docs))
+            calls, hits = reranker.stats.calls, reranker.stats.cache_hits
+            spent = reranker.stats.latency_s + reranker.stats.cached_latency_s
+            judged = await reranker.judge(corpus.intentions[i], [docs[j] for j in order])
+            probabilities: list[float | None] = [None] * len(docs)
+            for position, j in enumerate(order):
+                probabilities[j] = judged.probabilities[position]
+            out[i].rerank = probabilities
+            out[i].rerank_s = reranker.stats.latency_s + reranker.stats.cached_latency_s - spent
+            out[i].rerank_calls = (reranker.stats.calls - calls) + (
+                reranker.stats.cache_hits - hits
+            )
+            print(
+                f"  {corpus.name} rerank: {n_done}/{len(indices)} intentions "
+                f"({reranker.stats.calls} model calls, {reranker.stats.cache_hits} cached, "
+                f"{reranker.stats.unjudged} left unjudged by the cap, "
+                f"{time.perf_counter() - started:.0f} s)",
+                flush=True,
+            )
+    return out
+
+
+# --- methods -------------------------------------------------------------------------------
+
+
+def _zscores(values: Sequence[float]) -> list[float]:
+    mean = statistics.fmean(values)
+    spread = statistics.pstdev(values)
+    return [0.0 if spread == 0 else (v - mean) / spread for v in values]
+
+
+def _icralm_ranked(s: Scores, prefilter_n: int) -> list[float] | None:
+    """ICRALM on the embedding's top n; the rest are no candidates (-inf)."""
+    if s.icralm is None:
+        return None
+    keep = set(top(s.embedding, prefilter_n))
+    return [s.icralm[j] if j in keep else -math.inf for j in range(len(s.icralm))]
+
+
+def _hybrid(s: Scores, prefilter_n: int) -> list[float] | None:
+    """The production default's score: 0.5 z(ICRALM) + 0.5 z(cosine) over the embedding's top n."""
+    if s.icralm is None:
+        return None
+    keep = top(s.embedding, prefilter_n)
+    fused = [
+        0.5 * zi + 0.5 * zc
+        for zi, zc in zip(
+            _zscores([s.icralm[j] for j in keep]),
+            _zscores([s.embedding[j] for j in keep]),
+            strict=True,
+        )
+    ]
+    out = [-math.inf] * len(s.bm25)
+    for j, v in zip(keep, fused, strict=True):
+        out[j] = v
+    return out
+
+
+def _rrf3(s: Scores) -> list[float] | None:
+    if s.icralm is None:
+        return None
+    return reciprocal_rank_fusion([s.bm25, s.embedding, s.icralm])
+
+
+def _reranked(s: Scores) -> list[float] | None:
+    if s.rerank is None:
+        return None
+    return reranked_scores(s.fused(), s.rerank)
+
+
+def _adaptive(min_k: int, buffer: int) -> Callable[[list[float]], int]:
+    def select(scores: list[float]) -> int:
+        return adaptive_k(scores, min_k=min_k, buffer=buffer, max_k=8).n_selected
+
+    return select
+
+
+def _fixed(k: int) -> Callable[[list[float]], int]:
+    return lambda scores: fixed_k(len(scores), k).n_selected
+
+
+def _threshold(p: float, min_k: int) -> Callable[[list[float]], int]:
+    return lambda scores: threshold_k(scores, p, min_k=min_k, max_k=8).n_selected
+
+
+def methods(icralm_n: int) -> list[Method]:
+    """Every scorer with fixed k (3, 5, 7) and adaptive k (min k 1 to 3, buffer 0 or 1).
+
+    The cheap scorers (BM25, embedding, their RRF) run on every intention;
+    those that need ICRALM or the reranker only where those ran.
+    """
+    scorers: list[tuple[str, Scorer, frozenset[str]]] = [
+        ("BM25", lambda s: s.bm25, frozenset({"bm25"})),
+        ("Embedding", lambda s: s.embedding, frozenset({"embedding"})),
+        ("RRF(BM25, embedding)", lambda s: s.fused(), frozenset({"bm25", "embedding"})),
+        (
+            f"ICRALM on embedding top {icralm_n}",
+            lambda s: _icralm_ranked(s, icralm_n),
+            frozenset({"embedding", "icralm"}),
+        ),
+        (
+            f"Hybrid z-score (embedding top {icralm_n})",
+            lambda s: _hybrid(s, icralm_n),
+            frozenset({"embedding", "icralm"}),
+        ),
+        ("RRF(BM25, embedding, ICRALM)", _rrf3, frozenset({"bm25", "embedding", "icralm"})),
+        (
+            "LLM rerank of RRF(BM25, embedding)",
+            _reranked,
+            frozenset({"bm25", "embedding", "rerank"}),
+        ),
+    ]
+    out: list[Method] = []
+    for family, scorer, uses in scorers:
+        for k in (3, 5, 7):
+            out.append(Method(f"{family}, k={k}", scorer, _fixed(k), uses, family))
+        for min_k in (1, 2, 3):
+            for buffer in (0, 1):
+                out.append(
+                    Method(
+                        f"{family} + adaptive k, min k {min_k}, buffer {buffer}",
+                        scorer,
+                        _adaptive(min_k, buffer),
+                        uses,
+                        family,
+                    )
+                )
+        if "rerank" in uses:
+            for p in (0.3, 0.5):
+                out.append(
+                    Method(f"{family}, P(relevant) >= {p}", scorer, _threshold(p, 1), uses, family)
+                )
+    return out
+
+
+def evaluate(method: Method, corpus: Corpus, scores: Sequence[Scores]) -> Result | None:
+    runs: list[tuple[list[str], set[str]]] = []
+    ids: list[str] = []
+    rankings: list[list[str]] = []
+    seconds = calls = 0.0
+    for item, s in zip(corpus.items, scores, strict=True):
+        ranked = method.scorer(s)
+        if ranked is None:
+            continue
+        # Documents a kernel never scored (-inf: outside its pre-filter) are not candidates,
+        # as in the Retriever, where the final kernel ranks its candidates only.
+        candidates = [j for j in range(len(ranked)) if math.isfinite(ranked[j])]
+        order = [candidates[i] for i in top([ranked[j] for j in candidates], len(candidates))]
+        keep = method.select([ranked[j] for j in candidates])
+        runs.append(([corpus.documents[j].address for j in order[:keep]], set(item.relevant)))
+        rankings.append([corpus.documents[j].address for j in order[:10]])
+        ids.append(item.id)
+        seconds += (
+            s.bm25_s * ("bm25" in method.uses)
+            + s.embedding_s * ("embedding" in method.uses)
+            + s.icralm_s * ("icralm" in method.uses)
+            + s.rerank_s * ("rerank" in method.uses)
+        )
+        calls += s.icralm_calls * ("icralm" in method.uses) + s.rerank_calls * (
+            "rerank" in method.uses
+        )
+    if not runs:
+        return None
+    return Result(method, ids, runs, seconds / len(runs), calls / len(runs), rankings)
+
+
+# --- reporting -----------------------------------------------------------------------------
+
+
+def per_intention(result: Result, metric: str) -> dict[str, float]:
+    if metric == "ndcg":
+        return {i: ndcg(s, r) for i, (s, r) in zip(result.ids, result.runs, strict=True)}
+    if metric == "precision":
+        return {i: precision_of(s, r) for i, (s, r) in zip(result.ids, result.runs, strict=True)}
+    return {i: recall_of(s, r) for i, (s, r) in zip(result.ids, result.runs, strict=True)}
+
+
+def f1_on(result: Result, ids: Sequence[str]) -> float:
+    wanted = set(ids)
+    return summarise(
+        [run for i, run in zip(result.ids, result.runs, strict=True) if i in wanted]
+    ).f1
+
+
+def ratios(result: Result, baseline: Result) -> tuple[Interval, float]:
+    """nDCG ratio to the baseline with its paired interval, and the F1 ratio, same intentions."""
+    base = per_intention(baseline, "ndcg")
+    mine = per_intention(result, "ndcg")
+    ids = [i for i in result.ids if i in base]
+    ndcg_ratio = paired_ratio([mine[i] for i in ids], [base[i] for i in ids])
+    base_f1 = f1_on(baseline, ids)
+    return ndcg_ratio, (f1_on(result, ids) / base_f1 if base_f1 else float("nan"))
+
+
+def table(results: Sequence[Result], baseline: Result) -> str:
+    lines = [
+        "| Method | Intentions | Precision | Recall | F1 [95% CI] | nDCG [95% CI] | "
+        "nDCG / BM25 k=5 [95% CI] | F1 / BM25 k=5 | nDCG@10 of the ranking | Docs kept | "
+        "s / intention | Model calls / intention |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        ci = r.intervals
+        ndcg_ratio, f1_ratio = ratios(r, baseline)
+        kept = statistics.fmean(len(s) for s, _ in r.runs)
+        lines.append(
+            f"| {r.method.name} | {len(r.runs)} | {ci['precision'].value:.3f} | "
+            f"{ci['recall'].value:.3f} | {ci['f1']} | {ci['ndcg']} | {ndcg_ratio} | "
+            f"{f1_ratio:.2f} | {r.ranking_ndcg} | {kept:.1f} | {r.seconds:.2f} | {r.calls:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def criterion(result: Result, baseline: Result) -> float:
+    """What leave-one-corpus-out maximises: the mean of the F1 and nDCG ratios to BM25 k=5."""
+    ndcg_ratio, f1_ratio = ratios(result, baseline)
+    return (ndcg_ratio.value + f1_ratio) / 2
+
+
+def leave_one_out(by_corpus: dict[str, dict[str, Result]], full: dict[str, int]) -> list[str]:
+    """For each corpus: the method best on the others (mean criterion), scored on it."""
+    names = [
+        m
+        for m in next(iter(by_corpus.values()))
+        if all(m in rs and len(rs[m].runs) == full[c] for c, rs in by_corpus.items())
+    ]
+    lines = [
+        "| Held-out corpus | Chosen on the others | Its criterion there (mean) | "
+        "nDCG / BM25 k=5 on the held-out [95% CI] | F1 / BM25 k=5 on the held-out | "
+        "nDCG on the held-out | F1 on the held-out |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for held in by_corpus:
+        others = [c for c in by_corpus if c != held]
+        score = {
+            m: statistics.fmean(criterion(by_corpus[c][m], by_corpus[c][BASELINE]) for c in others)
+            for m in names
+        }
+        best = max(names, key=lambda m: score[m])
+        result = by_corpus[held][best]
+        ndcg_ratio, f1_ratio = ratios(result, by_corpus[held][BASELINE])
+        lines.append(
+            f"| {held} | {best} | {score[best]:.3f} | {ndcg_ratio} | {f1_ratio:.2f} | "
+            f"{result.intervals['ndcg'].value:.3f} | {result.intervals['f1'].value:.3f} |"
+        )
+    overall = {
+        m: statistics.fmean(criterion(by_corpus[c][m], by_corpus[c][BASELINE]) for c in by_corpus)
+        for m in names
+    }
+    best_all = max(names, key=lambda m: overall[m])
+    lines += [
+        "",
+        f"Best on all corpora together (mean criterion {overall[best_all]:.3f}): {best_all}.",
+    ]
+    return lines
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    env = os.environ.get
+    parser = argparse.ArgumentParser(
+        prog="python -m bench retrieval", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--manifest", action="append", type=Path, default=[], help="an app.yaml")
+    parser.add_argument("--bench", action="append", type=Path, default=[], help="its labels")
+    parser.add_argument("--examples", action="store_true", help="every example with labels")
+    parser.add_argument("--limit", type=int, default=int(env("REAG_BENCH_LIMIT", "0")) or None)
+    parser.add_argument(
+        "--icralm-every", type=int, default=int(env("REAG_BENCH_ICRALM_EVERY", "3"))
+    )
+    parser.add_argument("--icralm-n", type=int, default=int(env("REAG_BENCH_PREFILTER", "10")))
+    parser.add_argument("--icralm-model", default=env("REAG_BENCH_MODEL", "local:gemma-3-270m"))
+    parser.add_argument(
+        "--rerank-every", type=int, default=int(env("REAG_BENCH_RERANK_EVERY", "3"))
+    )
+    parser.add_argument("--rerank-n", type=int, default=int(env("REAG_BENCH_RERANK_N", "10")))
+    parser.add_argument(
+        "--rerank-max-s", type=float, default=float(env("REAG_BENCH_RERANK_MAX_S", "120"))
+    )
+    parser.add_argument(
+        "--rerank-model",
+        default=env("REAG_BENCH_RERANK_MODEL", "local:qwen2.5-coder-1.5b-instruct"),
+    )
+    parser.add_argument(
+        "--all-methods", action="store_true", help="print every method, not the summary rows"
+    )
+    out = env("REAG_BENCH_OUT")
+    parser.add_argument("--out", type=Path, default=Path(out) if out else None)
+    args = parser.parse_args(list(argv))
+    if len(args.manifest) != len(args.bench):
+        parser.error("give --manifest and --bench in pairs, one pair per app")
+    return args
+
+
+SUMMARY = (
+    "BM25, k=5",
+    "BM25 + adaptive k, min k 3, buffer 1",
+    "Embedding, k=5",
+    "Embedding + adaptive k, min k 3, buffer 0",
+    "RRF(BM25, embedding), k=5",
+    "RRF(BM25, embedding) + adaptive k, min k 3, buffer 0",
+    "RRF(BM25, embedding) + adaptive k, min k 3, buffer 1",
+)
+
+
+def corpus_report(
+    corpus: Corpus, results: dict[str, Result], *, all_methods: bool, single: bool
+) -> list[str]:
+    baseline = results[BASELINE]
+    everyone = [r for r in results.values() if len(r.runs) == len(corpus.items)]
+    shown = everyone if all_methods else [results[m] for m in SUMMARY]
+    lines = [
+        f"### {corpus.name}: {len(corpus.documents)} documents, {len(corpus.items)} intentions",
+        "",
+        "Every intention:",
+        "",
+        table(shown, baseline),
+        "",
+    ]
+    subset = [r for r in results.values() if len(r.runs) < len(corpus.items)]
+    if subset:
+        picks = [r for r in subset if r.method.name.endswith(("k=5", "min k 3, buffer 1"))]
+        picks += [r for r in subset if "P(relevant) >= 0.5" in r.method.name]
+        lines += [
+            "Where the models ran (ratios to BM25 k=5 on the same intentions):",
+            "",
+            table(sorted(picks, key=lambda r: r.method.name), baseline),
+            "",
+        ]
+    if all_methods or single:
+        best = max(everyone, key=lambda r: criterion(r, baseline))
+        lines += [f"Best on this corpus (mean of F1 and nDCG ratios): {best.method.name}.", ""]
+    return lines
+
+
+def model_kernels(
+    args: argparse.Namespace, cache: ScoreCache
+) -> tuple[IcralmKernel | None, LlmReranker | None]:
     from reag.llm.registry import make_client
 
-    limit = int(os.environ["REAG_BENCH_LIMIT"]) if os.environ.get("REAG_BENCH_LIMIT") else None
-    full_every = int(os.environ.get("REAG_BENCH_FULL_EVERY", "3"))
-    prefilter_n = int(os.environ.get("REAG_BENCH_PREFILTER", "15"))
-    model = os.environ.get("REAG_BENCH_MODEL", "local:gemma-3-270m")
-    out_dir = Path(os.environ["REAG_BENCH_OUT"]) if os.environ.get("REAG_BENCH_OUT") else None
-    cache_dir = ReagSettings().state_dir / "cache" / "retrieval"
+    icralm = (
+        IcralmKernel(make_client(args.icralm_model), cache=cache) if args.icralm_every else None
+    )
+    reranker = (
+        LlmReranker(
+            make_client(args.rerank_model),
+            top_n=args.rerank_n,
+            max_seconds=args.rerank_max_s,
+            cache=cache,
+        )
+        if args.rerank_every
+        else None
+    )
+    return icralm, reranker
 
+
+def cost_line(
+    args: argparse.Namespace,
+    icralm: IcralmKernel | None,
+    reranker: LlmReranker | None,
+    seconds: float,
+) -> str:
+    parts = []
+    if icralm is not None:
+        parts.append(
+            f"ICRALM ({args.icralm_model}): {icralm.stats.calls} model calls in this run, "
+            f"{icralm.stats.cache_hits} from the cache"
+        )
+    if reranker is not None:
+        parts.append(
+            f"reranker ({args.rerank_model}): {reranker.stats.calls} model calls in this run, "
+            f"{reranker.stats.cache_hits} from the cache, {reranker.stats.unjudged} documents "
+            f"left unjudged by the {args.rerank_max_s:.0f} s cap"
+        )
+    parts.append(f"whole run {seconds:.0f} s")
+    return "; ".join(parts) + "."
+
+
+def write_out(out: Path, report: str, by_corpus: dict[str, dict[str, Result]]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "retrieval.md").write_text(report + "\n", encoding="utf-8")
+    selections = {
+        c: {m: {"ids": r.ids, "selected": [s for s, _ in r.runs]} for m, r in rs.items()}
+        for c, rs in by_corpus.items()
+    }
+    (out / "retrieval.json").write_text(
+        json.dumps(selections, indent=1, ensure_ascii=False), encoding="utf-8"
+    )
+
+
+async def _run(argv: Sequence[str]) -> None:
+    args = parse(argv)
+    pairs = list(zip(args.manifest, args.bench, strict=True))
+    if args.examples:
+        pairs += example_pairs()
+    if not pairs:
+        pairs = [(MANIFEST, BENCH_FILE)]
     run_started = time.perf_counter()
-    documents, items, intentions = load_bench(limit)
-    full = set(range(0, len(items), full_every))
-    relevant_sizes = [len(i.relevant) for i in items]
-    print(
-        f"Retrieval benchmark: {len(items)} intentions ({len(full)} with full-corpus ICRALM), "
-        f"{len(documents)} documents, {statistics.fmean(relevant_sizes):.1f} relevant per "
-        f"intention (min {min(relevant_sizes)}, max {max(relevant_sizes)}); ICRALM model {model}",
-        flush=True,
-    )
-    client = make_client(model)
+    cache_dir = ReagSettings().state_dir / "cache" / "retrieval"
     cache = ScoreCache(cache_dir / "icralm-scores.sqlite")
-    embedder = Embedder()
-    embedding = EmbeddingKernel(embedder, cache_dir=cache_dir / "embeddings")
-    warm = IcralmKernel(client, cache=cache)
-    warm_s = await warm_icralm(
-        warm, embedding, intentions, documents, full=full, prefilter_n=prefilter_n
-    )
-
-    subset = sorted(full)
-    everyone = list(range(len(items)))
-    runs = [(f"Every method, on the {len(subset)} intentions with full-corpus ICRALM", subset)]
-    if subset != everyone:
-        runs.append((f"Methods affordable on all {len(items)} intentions", everyone))
-    tables: list[tuple[str, list[MethodResult]]] = []
-    for title, indices in runs:
-        results = []
-        for method in methods(prefilter_n):
-            if method.full_icralm and indices != subset:
-                continue
-            result = await run_method(
-                method,
-                indices,
-                [items[i] for i in indices],
-                [intentions[i] for i in indices],
-                documents,
-                client=client,
-                embedder=embedder,
-                cache=cache,
-                embedding_dir=cache_dir / "embeddings",
-            )
-            results.append(result)
-        tables.append((title, results))
-    total_s = time.perf_counter() - run_started
-    fresh = warm.stats.calls
-    per_call = warm.stats.latency_s / fresh if fresh else 0.0
+    embedding = EmbeddingKernel(Embedder(), cache_dir=cache_dir / "embeddings")
+    icralm, reranker = model_kernels(args, cache)
+    all_methods = methods(args.icralm_n)
+    by_corpus: dict[str, dict[str, Result]] = {}
+    full: dict[str, int] = {}
     lines: list[str] = []
-    for title, results in tables:
-        best = max(results, key=lambda r: (r.quality.f1, r.quality.ndcg))
-        lines += [f"### {title}", "", table(results), "", f"Best F1: {best.method.name}.", ""]
-    lines.append(
-        f"Corpus: {len(documents)} documents. ICRALM warm-up: {fresh} model calls in this run "
-        f"({per_call:.2f} s each on average), {warm.stats.cache_hits} scores from the cache, "
-        f"{warm_s:.0f} s. Whole run: {total_s:.0f} s."
-    )
+    for manifest, bench in pairs:
+        corpus = load_corpus(manifest, bench, args.limit)
+        sizes = [len(i.relevant) for i in corpus.items]
+        print(
+            f"{corpus.name}: {len(corpus.items)} intentions, {len(corpus.documents)} documents, "
+            f"{statistics.fmean(sizes):.1f} relevant per intention (min {min(sizes)}, max "
+            f"{max(sizes)})",
+            flush=True,
+        )
+        scores = await score_corpus(
+            corpus,
+            embedding=embedding,
+            icralm=icralm,
+            icralm_every=args.icralm_every,
+            icralm_n=args.icralm_n,
+            reranker=reranker,
+            rerank_every=args.rerank_every,
+        )
+        results: dict[str, Result] = {}
+        for method in all_methods:
+            result = evaluate(method, corpus, scores)
+            if result is not None:
+                result.intervals = bootstrap_intervals(result.runs)
+                result.ranking_ndcg = bootstrap_intervals(
+                    [
+                        (ranked, relevant)
+                        for ranked, (_, relevant) in zip(result.rankings, result.runs, strict=True)
+                    ]
+                )["ndcg"]
+                results[method.name] = result
+        by_corpus[corpus.name] = results
+        full[corpus.name] = len(corpus.items)
+        lines += corpus_report(
+            corpus, results, all_methods=args.all_methods, single=len(pairs) == 1
+        )
+    if len(by_corpus) > 1:
+        lines += ["### Leave one corpus out", "", *leave_one_out(by_corpus, full), ""]
+    lines.append(cost_line(args, icralm, reranker, time.perf_counter() - run_started))
     report = "\n".join(lines)
     print()
     print(report)
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "retrieval.md").write_text(report + "\n", encoding="utf-8")
-        (out_dir / "retrieval.json").write_text(
-            json.dumps(
-                {t: {r.method.name: r.per_intention for r in rs} for t, rs in tables},
-                indent=1,
-                ensure_ascii=False,
-            ),
-            encoding="utf-8",
-        )
+    if args.out is not None:
+        write_out(args.out, report, by_corpus)
     cache.close()
 
 
+def main(argv: Sequence[str]) -> int:
+    """``python -m bench retrieval [options]``: see the module docstring."""
+    asyncio.run(_run(argv))
+    return 0
+
+
 def run() -> None:
-    """Entry point of ``python -m bench`` (and of ``python -m bench.retrieval``)."""
-    asyncio.run(_run())
+    """Entry point of ``python -m bench``: the example app, with the default model settings."""
+    asyncio.run(_run([]))
 
 
 if __name__ == "__main__":
-    run()
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -6,12 +6,14 @@ BM25 or a combination) and chooses k at the largest score gap;
 with relevance verdicts, verified evidence and the application analysis.
 """
 
-from reag.retrieval.adaptive_k import KSelection, adaptive_k, fixed_k
+from reag.retrieval.adaptive_k import KSelection, adaptive_k, fixed_k, threshold_k
 from reag.retrieval.bm25 import Bm25Kernel
 from reag.retrieval.embedding import Embedder, EmbeddingKernel, EmbeddingModelError
+from reag.retrieval.fusion import rank_normalise, reciprocal_rank_fusion
 from reag.retrieval.icralm import IcralmKernel, icralm_context
 from reag.retrieval.intention import intention_text, make_intention
 from reag.retrieval.reasoning import InterpretationOutcome, SelfReasoner
+from reag.retrieval.rerank import LlmReranker, reranked_scores
 from reag.retrieval.retriever import (
     KERNELS,
     KernelName,
@@ -33,6 +35,7 @@ __all__ = [
     "InterpretationOutcome",
     "KSelection",
     "KernelName",
+    "LlmReranker",
     "RankedDocument",
     "Retrieval",
     "Retriever",
@@ -45,4 +48,8 @@ __all__ = [
     "icralm_context",
     "intention_text",
     "make_intention",
+    "rank_normalise",
+    "reciprocal_rank_fusion",
+    "reranked_scores",
+    "threshold_k",
 ]

@@ -12,6 +12,14 @@ rest. Two choices of ours, both configurable:
 * Ties go to the smaller k: an ambiguous cut keeps less context, and the
   buffer then adds the next documents back.
 
+The rule reads only the order of the gaps, so it is unchanged when every
+score is multiplied by a positive number or shifted: BM25's, cosine's,
+ICRALM's and fused scores need no rescaling first. On reciprocal-rank-fused
+scores the gaps come from the kernels' agreement (a document every kernel
+ranks high stands apart), so the rule keeps working there; on scores that
+are probabilities (a reranker's P(relevant)) ``threshold_k`` is the rule
+that needs no tuning.
+
 The buffer (default 1) keeps the documents right after the cut, which the
 paper adds because the gap can fall one place too early.
 """
@@ -82,3 +90,22 @@ def fixed_k(n: int, k: int, *, buffer: int = 0) -> KSelection:
         raise ValueError(f"k must be >= 1, got {k}")
     chosen = min(k, n)
     return KSelection(k=chosen, buffer=min(buffer, n - chosen), gap=0.0)
+
+
+def threshold_k(
+    scores: Sequence[float], threshold: float, *, min_k: int = 1, max_k: int | None = None
+) -> KSelection:
+    """Every score >= ``threshold``, at least ``min_k`` and at most ``max_k`` of them.
+
+    For scores on a fixed scale (P(relevant) in [0, 1]), where a threshold
+    means the same in every corpus.
+    """
+    if min_k < 1 or (max_k is not None and min_k > max_k):
+        raise ValueError(f"min_k must be between 1 and max_k, got {min_k}")
+    if any(math.isnan(s) for s in scores):
+        raise ValueError("scores contain NaN")
+    n = len(scores)
+    k = max(min(min_k, n), sum(1 for s in scores if s >= threshold))
+    if max_k is not None:
+        k = min(k, max_k)
+    return KSelection(k=k, buffer=0, gap=0.0)

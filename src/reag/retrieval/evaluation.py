@@ -14,6 +14,9 @@ import statistics
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+from scipy import stats
+
 
 def precision(selected: Sequence[str], relevant: Collection[str]) -> float:
     if not selected:
@@ -62,3 +65,109 @@ def summarise(runs: Sequence[tuple[Sequence[str], Collection[str]]]) -> QualityS
         ndcg=statistics.fmean(ndcg(s, r) for s, r in runs),
         mean_selected=statistics.fmean(len(s) for s, _ in runs),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A point estimate and its percentile bootstrap interval."""
+
+    value: float
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.value:.3f} [{self.low:.2f}, {self.high:.2f}]"
+
+
+def _f1_of_means(precisions: np.ndarray, recalls: np.ndarray, axis: int = -1) -> np.ndarray:
+    p = np.mean(precisions, axis=axis)
+    r = np.mean(recalls, axis=axis)
+    total = p + r
+    return np.where(total > 0, 2 * p * r / np.where(total > 0, total, 1), 0.0)
+
+
+def _ratio_of_means(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.asarray(np.mean(a, axis=axis) / np.mean(b, axis=axis))
+
+
+def bootstrap_intervals(
+    runs: Sequence[tuple[Sequence[str], Collection[str]]],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Interval]:
+    """Precision, recall, F1 and nDCG of ``runs`` with percentile bootstrap intervals.
+
+    Intentions are resampled with replacement (scipy.stats.bootstrap); F1 is
+    the F1 of the resampled mean precision and recall, as in ``summarise``.
+    With one intention the interval is the point.
+    """
+    if not runs:
+        raise ValueError("nothing to summarise")
+    p = np.array([precision(s, r) for s, r in runs])
+    r = np.array([recall(s, r) for s, r in runs])
+    g = np.array([ndcg(s, r) for s, r in runs])
+    out: dict[str, Interval] = {}
+    point_f1 = float(_f1_of_means(p, r))
+    if len(runs) < 2:
+        for name, values in (("precision", p), ("recall", r), ("ndcg", g)):
+            v = float(values.mean())
+            out[name] = Interval(v, v, v)
+        out["f1"] = Interval(point_f1, point_f1, point_f1)
+        return out
+    rng = np.random.default_rng(seed)
+    for name, values in (("precision", p), ("recall", r), ("ndcg", g)):
+        result = stats.bootstrap(
+            (values,),
+            np.mean,
+            confidence_level=confidence,
+            n_resamples=n_resamples,
+            method="percentile",
+            random_state=rng,
+        )
+        ci = result.confidence_interval
+        out[name] = Interval(float(values.mean()), float(ci.low), float(ci.high))
+    result = stats.bootstrap(
+        (p, r),
+        _f1_of_means,
+        paired=True,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method="percentile",
+        random_state=rng,
+    )
+    ci = result.confidence_interval
+    out["f1"] = Interval(point_f1, float(ci.low), float(ci.high))
+    return out
+
+
+def paired_ratio(
+    values: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> Interval:
+    """mean(values) / mean(baseline) over the same intentions, with a paired bootstrap interval."""
+    a = np.asarray(values, dtype=float)
+    b = np.asarray(baseline, dtype=float)
+    if a.shape != b.shape or a.size == 0:
+        raise ValueError("a paired ratio needs the same, non-empty set of intentions")
+    if b.mean() == 0:
+        raise ValueError("the baseline's mean is 0: no ratio")
+    point = float(a.mean() / b.mean())
+    if a.size < 2:
+        return Interval(point, point, point)
+    result = stats.bootstrap(
+        (a, b),
+        _ratio_of_means,
+        paired=True,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
+    ci = result.confidence_interval
+    return Interval(point, float(ci.low), float(ci.high))
