@@ -76,6 +76,10 @@ EXPECTED_ABSENT_SERIES = {
     "reag_faststream_published_messages_exceptions_total": EXPECTED_EMPTY_PANELS[
         ("reag-overview", "Publish failures")
     ],
+    "reag_transient_retries_total": (
+        "no transient fault (database, broker, LLM outage, budget) happens in this run; "
+        "tests/integration/kit and `make chaos` cause them"
+    ),
 }
 MARKERS = ("SURE-YES", "SURE-NO", "FAIRLY-SURE", "UNSURE")
 
@@ -244,6 +248,8 @@ def review(request: pb.JudgeRequest, label: pb.Label.ValueType) -> pb.Review:
     event = pb.Review(
         criterion_id=request.criterion.criterion_id, label=label, reviewer="qa", item=request
     )
+    # Labelled as audits: only exchangeable labels (audits, a uniform sample) recalibrate.
+    event.item.audit = True
     event.meta.CopyFrom(request.meta)
     return event
 
