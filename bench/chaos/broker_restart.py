@@ -33,7 +33,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from bench.chaos.account import account
-from bench.chaos.stack import APP, ChaosStack, StackOptions, chaos_stack, ledger_counts
+from bench.chaos.stack import (
+    APP,
+    ChaosStack,
+    StackOptions,
+    add_stack_options,
+    chaos_stack,
+    ledger_counts,
+)
 from bench.chaos.watch import Watcher
 
 
@@ -45,10 +52,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=10.0, help="Batch 2's cases per second.")
     parser.add_argument("--window", type=float, default=20.0, help="REAG_LEDGER_STUCK_AFTER_S.")
     parser.add_argument("--seed", type=int, help="Fixes the moment of the restart.")
-    parser.add_argument("--store", help="SQLAlchemy URL of the store (default: SQLite).")
-    parser.add_argument("--kernel", default="icralm", help="REAG_RETRIEVAL__KERNEL.")
-    parser.add_argument("--timeout", type=float, default=600.0, help="Seconds per batch.")
-    parser.add_argument("--workdir", type=Path, help="Logs and the SQLite store (default: temp).")
+    add_stack_options(parser)
     return parser.parse_args(argv)
 
 

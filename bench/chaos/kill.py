@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 
 from bench.chaos.account import Account, account
-from bench.chaos.stack import ChaosStack, StackOptions, chaos_stack
+from bench.chaos.stack import ChaosStack, StackOptions, add_stack_options, chaos_stack
 from bench.chaos.watch import Watcher
 
 
@@ -33,10 +33,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cases", type=int, default=60, help="Cases streamed per kill.")
     parser.add_argument("--rate", type=float, default=10.0, help="Cases per second.")
     parser.add_argument("--seed", type=int, help="Fixes the kill moments.")
-    parser.add_argument("--store", help="SQLAlchemy URL of the store (default: SQLite).")
-    parser.add_argument("--kernel", default="icralm", help="REAG_RETRIEVAL__KERNEL.")
-    parser.add_argument("--timeout", type=float, default=600.0, help="Seconds per batch.")
-    parser.add_argument("--workdir", type=Path, help="Logs and the SQLite store (default: temp).")
+    add_stack_options(parser)
     return parser.parse_args(argv)
 
 

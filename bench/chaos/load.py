@@ -20,18 +20,15 @@ import uuid
 from pathlib import Path
 
 from bench.chaos.account import account, stage_work
-from bench.chaos.stack import StackOptions, chaos_stack
+from bench.chaos.stack import StackOptions, add_stack_options, chaos_stack
 from bench.chaos.watch import Watcher, percentiles
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.chaos load", description=__doc__)
     parser.add_argument("--cases", type=int, default=10_000)
-    parser.add_argument("--store", help="SQLAlchemy URL of the store (default: SQLite).")
-    parser.add_argument("--kernel", default="icralm", help="REAG_RETRIEVAL__KERNEL.")
+    add_stack_options(parser, timeout_s=3600.0)
     parser.add_argument("--rate", type=float, help="Events per second (default: a burst).")
-    parser.add_argument("--timeout", type=float, default=3600.0, help="Seconds to wait.")
-    parser.add_argument("--workdir", type=Path, help="Logs and the SQLite store (default: temp).")
     return parser.parse_args(argv)
 
 

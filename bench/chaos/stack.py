@@ -16,6 +16,7 @@ losses.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
@@ -357,3 +358,11 @@ def chaos_stack(options: StackOptions) -> Iterator[ChaosStack]:
         yield stack
     finally:
         stack.stop()
+
+
+def add_stack_options(parser: argparse.ArgumentParser, *, timeout_s: float = 600.0) -> None:
+    """The options every chaos step takes for the stack it starts."""
+    parser.add_argument("--store", help="SQLAlchemy URL of the store (default: SQLite).")
+    parser.add_argument("--kernel", default="icralm", help="REAG_RETRIEVAL__KERNEL.")
+    parser.add_argument("--timeout", type=float, default=timeout_s, help="Seconds to wait.")
+    parser.add_argument("--workdir", type=Path, help="Logs and the SQLite store (default: temp).")
