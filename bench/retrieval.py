@@ -10,7 +10,8 @@ category, situation) with the corpus addresses an expert needs for each
 
 What runs. The kernels' scores are computed once per intention and every
 method is a function of them (the same functions the ``Retriever`` uses):
-BM25 and MiniLM cosine on every document of every intention; ICRALM (the
+BM25 and MiniLM cosine (of the best passage, and of the whole document
+for comparison) on every document of every intention; ICRALM (the
 local base model, default gemma-3-270m) on the union of the embedding's and
 the BM25+embedding fusion's top ``--icralm-n`` documents, for every
 ``--icralm-every``-th intention; the pointwise LLM reranker (default the
@@ -53,6 +54,7 @@ from reag.retrieval import (
     EmbeddingKernel,
     IcralmKernel,
     LlmReranker,
+    RetrieverConfig,
     ScoreCache,
     adaptive_k,
     fixed_k,
@@ -106,6 +108,8 @@ class Scores:
     embedding: list[float]
     bm25_s: float
     embedding_s: float
+    whole: list[float] | None = None  # cosine to the whole document (MiniLM reads its start)
+    whole_s: float = 0.0
     icralm: list[float] | None = None  # -inf outside the scored candidates
     icralm_s: float = 0.0
     icralm_calls: int = 0
@@ -191,20 +195,16 @@ def top(scores: Sequence[float], n: int) -> list[int]:
     return sorted(range(len(scores)), key=lambda i: -scores[i])[:n]
 
 
-async def score_corpus(
-    corpus: Corpus,
-    *,
-    embedding: EmbeddingKernel,
-    icralm: IcralmKernel | None,
-    icralm_every: int,
-    icralm_n: int,
-    reranker: LlmReranker | None,
-    rerank_every: int,
+async def cheap_scores(
+    corpus: Corpus, embedding: EmbeddingKernel, whole: EmbeddingKernel | None
 ) -> list[Scores]:
+    """BM25 and the embeddings on every document of every intention, each timed."""
     bm25 = Bm25Kernel()
     docs = corpus.documents
     # Encode the corpus and load the model once, outside the per-intention timings.
-    embedding.document_matrix(docs)
+    embedding.passage_matrices(docs)
+    if whole is not None:
+        whole.passage_matrices(docs)
     if corpus.intentions:
         await embedding.score(corpus.intentions[0], docs)
     out: list[Scores] = []
@@ -213,7 +213,28 @@ async def score_corpus(
         b = await bm25.score(intention, docs)
         mid = time.perf_counter()
         e = await embedding.score(intention, docs)
-        out.append(Scores(b, e, mid - started, time.perf_counter() - mid))
+        s = Scores(b, e, mid - started, time.perf_counter() - mid)
+        if whole is not None:
+            mid = time.perf_counter()
+            s.whole = await whole.score(intention, docs)
+            s.whole_s = time.perf_counter() - mid
+        out.append(s)
+    return out
+
+
+async def score_corpus(
+    corpus: Corpus,
+    *,
+    embedding: EmbeddingKernel,
+    whole: EmbeddingKernel | None = None,
+    icralm: IcralmKernel | None,
+    icralm_every: int,
+    icralm_n: int,
+    reranker: LlmReranker | None,
+    rerank_every: int,
+) -> list[Scores]:
+    docs = corpus.documents
+    out = await cheap_scores(corpus, embedding, whole)
     if icralm is not None and icralm_every:
         wanted: dict[int, list[int]] = {}
         for i in range(0, len(out), icralm_every):
@@ -304,6 +325,12 @@ def _hybrid(s: Scores, prefilter_n: int) -> list[float] | None:
     return out
 
 
+def _rrf_whole(s: Scores) -> list[float] | None:
+    if s.whole is None:
+        return None
+    return reciprocal_rank_fusion([s.bm25, s.whole])
+
+
 def _rrf3(s: Scores) -> list[float] | None:
     if s.icralm is None:
         return None
@@ -341,6 +368,12 @@ def methods(icralm_n: int) -> list[Method]:
         ("BM25", lambda s: s.bm25, frozenset({"bm25"})),
         ("Embedding", lambda s: s.embedding, frozenset({"embedding"})),
         ("RRF(BM25, embedding)", lambda s: s.fused(), frozenset({"bm25", "embedding"})),
+        ("Embedding of the whole document", lambda s: s.whole, frozenset({"whole"})),
+        (
+            "RRF(BM25, whole-document embedding)",
+            _rrf_whole,
+            frozenset({"bm25", "whole"}),
+        ),
         (
             f"ICRALM on embedding top {icralm_n}",
             lambda s: _icralm_ranked(s, icralm_n),
@@ -401,6 +434,7 @@ def evaluate(method: Method, corpus: Corpus, scores: Sequence[Scores]) -> Result
         seconds += (
             s.bm25_s * ("bm25" in method.uses)
             + s.embedding_s * ("embedding" in method.uses)
+            + s.whole_s * ("whole" in method.uses)
             + s.icralm_s * ("icralm" in method.uses)
             + s.rerank_s * ("rerank" in method.uses)
         )
@@ -474,9 +508,9 @@ def leave_one_out(by_corpus: dict[str, dict[str, Result]], full: dict[str, int])
     ]
     lines = [
         "| Held-out corpus | Chosen on the others | Its criterion there (mean) | "
-        "nDCG / BM25 k=5 on the held-out [95% CI] | F1 / BM25 k=5 on the held-out | "
-        "nDCG on the held-out | F1 on the held-out |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        f"nDCG / BM25 k=5 on the held-out [95% CI] | {GOAL}x met | "
+        "F1 / BM25 k=5 on the held-out | nDCG on the held-out | F1 on the held-out |",
+        "|---|---|---:|---:|---|---:|---:|---:|",
     ]
     for held in by_corpus:
         others = [c for c in by_corpus if c != held]
@@ -487,8 +521,9 @@ def leave_one_out(by_corpus: dict[str, dict[str, Result]], full: dict[str, int])
         best = max(names, key=lambda m: score[m])
         result = by_corpus[held][best]
         ndcg_ratio, f1_ratio = ratios(result, by_corpus[held][BASELINE])
+        met = "yes" if ndcg_ratio.value >= GOAL else "**no**"
         lines.append(
-            f"| {held} | {best} | {score[best]:.3f} | {ndcg_ratio} | {f1_ratio:.2f} | "
+            f"| {held} | {best} | {score[best]:.3f} | {ndcg_ratio} | {met} | {f1_ratio:.2f} | "
             f"{result.intervals['ndcg'].value:.3f} | {result.intervals['f1'].value:.3f} |"
         )
     overall = {
@@ -544,13 +579,44 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 
 SUMMARY = (
     "BM25, k=5",
-    "BM25 + adaptive k, min k 3, buffer 1",
+    "BM25 + adaptive k, min k 1, buffer 0",
     "Embedding, k=5",
-    "Embedding + adaptive k, min k 3, buffer 0",
+    "Embedding + adaptive k, min k 1, buffer 0",
+    "Embedding + adaptive k, min k 3, buffer 1",
+    "Embedding of the whole document, k=5",
+    "Embedding of the whole document + adaptive k, min k 1, buffer 0",
     "RRF(BM25, embedding), k=5",
-    "RRF(BM25, embedding) + adaptive k, min k 3, buffer 0",
-    "RRF(BM25, embedding) + adaptive k, min k 3, buffer 1",
+    "RRF(BM25, embedding) + adaptive k, min k 1, buffer 0",
 )
+GOAL = 1.2  # the default's nDCG over BM25 k=5's on a corpus it was not tuned on (goal P4)
+
+
+def default_method() -> str | None:
+    """The benchmark's name for ``RetrieverConfig()``, if the benchmark runs that method."""
+    config = RetrieverConfig()
+    family = {"bm25": "BM25", "embedding": "Embedding"}.get(config.kernel)
+    if config.kernel == "rrf" and config.rrf_kernels == ("bm25", "embedding"):
+        family = "RRF(BM25, embedding)"
+    if family is None or config.rerank_n or config.max_k != 8 or config.window != 0.5:
+        return None
+    if config.selection == "fixed":
+        return f"{family}, k={config.k}"
+    if config.selection == "adaptive":
+        return f"{family} + adaptive k, min k {config.min_k}, buffer {config.buffer}"
+    return None
+
+
+def default_line(results: dict[str, Result]) -> list[str]:
+    name = default_method()
+    if name is None or name not in results:
+        return []
+    ndcg_ratio, f1_ratio = ratios(results[name], results[BASELINE])
+    verdict = "meets" if ndcg_ratio.value >= GOAL else "falls short of"
+    return [
+        f"The production default (`RetrieverConfig()`: {name}): nDCG {ndcg_ratio} of BM25 "
+        f"k=5's, F1 {f1_ratio:.2f}x; it {verdict} the {GOAL}x goal here.",
+        "",
+    ]
 
 
 def corpus_report(
@@ -580,7 +646,7 @@ def corpus_report(
     if all_methods or single:
         best = max(everyone, key=lambda r: criterion(r, baseline))
         lines += [f"Best on this corpus (mean of F1 and nDCG ratios): {best.method.name}.", ""]
-    return lines
+    return lines + default_line(results)
 
 
 def model_kernels(
@@ -648,7 +714,9 @@ async def _run(argv: Sequence[str]) -> None:
     run_started = time.perf_counter()
     cache_dir = ReagSettings().state_dir / "cache" / "retrieval"
     cache = ScoreCache(cache_dir / "icralm-scores.sqlite")
-    embedding = EmbeddingKernel(Embedder(), cache_dir=cache_dir / "embeddings")
+    embedder = Embedder()
+    embedding = EmbeddingKernel(embedder, cache_dir=cache_dir / "embeddings")
+    whole = EmbeddingKernel(embedder, cache_dir=cache_dir / "embeddings", passage_words=0)
     icralm, reranker = model_kernels(args, cache)
     all_methods = methods(args.icralm_n)
     by_corpus: dict[str, dict[str, Result]] = {}
@@ -666,6 +734,7 @@ async def _run(argv: Sequence[str]) -> None:
         scores = await score_corpus(
             corpus,
             embedding=embedding,
+            whole=whole,
             icralm=icralm,
             icralm_every=args.icralm_every,
             icralm_n=args.icralm_n,

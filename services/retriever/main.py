@@ -20,7 +20,6 @@ from services.kit.app import make_app
 from services.retriever.handlers import RetrieverDeps, build_router
 from services.retriever.settings import RetrieverSettings
 
-_NEEDS_LLM = ("icralm", "embedding+icralm", "hybrid")
 _MAX_APPS = 1024  # apps whose documents are cached at once: a memory bound, not a limit
 
 
@@ -49,16 +48,20 @@ def build_deps(settings: RetrieverSettings) -> RetrieverDeps:
     from reag.llm.registry import make_client
 
     config = settings.retrieval
-    ranking_client = None
-    if config.kernel in _NEEDS_LLM:
-        ranking_client = make_client(settings.ranking_model, caller=Caller(service="retriever"))
+    caller = Caller(service="retriever")
+    ranking_client = rerank_client = None
+    if config.needs_llm:
+        ranking_client = make_client(settings.ranking_model, caller=caller)
+    if config.rerank_n:
+        rerank_client = make_client(settings.rerank_model, caller=caller)
     retriever = Retriever(
         config,
         client=ranking_client,
         score_cache=ScoreCache(settings.cache_dir() / "icralm.sqlite")
-        if settings.score_cache and ranking_client is not None
+        if settings.score_cache and (ranking_client or rerank_client) is not None
         else None,
         embedding_cache_dir=settings.cache_dir() / "embeddings",
+        rerank_client=rerank_client,
     )
     reasoner = None
     if settings.self_reasoning:

@@ -1,8 +1,12 @@
 """Settings of the retriever (env prefix ``REAG_``; ranking under ``REAG_RETRIEVAL__``).
 
 The ranking defaults are the retrieval core's (``RetrieverConfig``), chosen
-from its benchmark (docs/retrieval.md). For a cheap configuration that needs
-no language model at all: ``REAG_RETRIEVAL__KERNEL=bm25 REAG_SELF_REASONING=false``.
+by leave-one-corpus-out on three labelled corpora (docs/retrieval.md): the
+best-passage embedding, which needs no language model. For a configuration
+that makes no model call at all, add ``REAG_SELF_REASONING=false``. The LLM
+reranker is off by default (``REAG_RETRIEVAL__RERANK_N=0``): on the 2-core
+reference machine the local 1.5B model took 70-117 s per intention and did
+not beat the default's ranking.
 """
 
 from __future__ import annotations
@@ -23,9 +27,17 @@ class RetrieverSettings(ServiceSettings):
     ranking_model: str | None = Field(
         default="local:gemma-3-270m",
         description=(
-            "Model whose log-probabilities ICRALM reads (REAG_RANKING_MODEL). The default "
-            "ranking was tuned on Gemma 3 270M's (docs/retrieval.md), which are good enough "
-            "to rank and six times cheaper than the 1.5B model's; empty: REAG_LLM_MODEL."
+            "Model whose log-probabilities ICRALM reads (REAG_RANKING_MODEL), used only by "
+            "the ICRALM kernels (icralm, embedding+icralm, hybrid, rrf with icralm); Gemma 3 "
+            "270M's are good enough to rank and six times cheaper than the 1.5B model's; "
+            "empty: REAG_LLM_MODEL."
+        ),
+    )
+    rerank_model: str | None = Field(
+        default="local:qwen2.5-coder-1.5b-instruct",
+        description=(
+            "Instruct model that judges P(relevant) when REAG_RETRIEVAL__RERANK_N > 0 "
+            "(REAG_RERANK_MODEL); empty: REAG_LLM_MODEL."
         ),
     )
     self_reasoning: bool = Field(
@@ -60,7 +72,10 @@ class RetrieverSettings(ServiceSettings):
     )
     score_cache: bool = Field(
         default=True,
-        description="Keep ICRALM scores in <state_dir>/cache/icralm.sqlite across restarts.",
+        description=(
+            "Keep ICRALM scores and reranker judgements in <state_dir>/cache/icralm.sqlite "
+            "across restarts."
+        ),
     )
 
     def cache_dir(self) -> Path:

@@ -5,11 +5,25 @@ that directory with the Hugging Face hub switched off, so nothing is ever
 downloaded. Document embeddings are cached per app and corpus version (in
 memory, and on disk when a cache directory is given), so only the intention
 is encoded per request.
+
+Long documents are scored by their best passage (MaxP, Dai and Callan,
+SIGIR 2019). MiniLM reads at most 256 word pieces and silently drops the
+rest, so a whole-document vector of a 1,000-word policy section only ever
+saw its first paragraphs. Each document is cut into windows of
+``PASSAGE_WORDS`` words that overlap by half, each window carries the
+document's title, and the document's score is the cosine of its best
+window. The window size follows from the model's input limit (128 English
+words are about 170 word pieces), not from any corpus; a document that fits
+one window is encoded whole, exactly as before. On the three example
+corpora this raised the embedding's nDCG@10 on the one with long sections
+(Debian Policy) from 0.77 to 0.83 and left the two with short documents
+unchanged (docs/retrieval.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import threading
 from collections.abc import Sequence
@@ -26,6 +40,28 @@ from reag.v1 import events_pb2 as pb
 Matrix = npt.NDArray[np.float32]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+PASSAGE_WORDS = 128
+"""Words per passage: about 170 word pieces, inside MiniLM's 256 with room for the title."""
+
+
+def passages(document: Document, words_per_passage: int = PASSAGE_WORDS) -> list[str]:
+    """The texts a document is encoded as: whole when short, else half-overlapping windows.
+
+    ``words_per_passage`` 0 keeps every document whole (the model then reads
+    only its beginning). Every window after the first is prefixed with the
+    title, so a passage deep in a section still says what the section is about.
+    """
+    words = document.content.split()
+    if words_per_passage <= 0 or len(words) <= words_per_passage:
+        return [document.text]
+    stride = max(1, words_per_passage // 2)
+    out: list[str] = []
+    for start in range(0, len(words), stride):
+        chunk = " ".join(words[start : start + words_per_passage])
+        out.append(f"{document.title}\n{chunk}" if document.title else chunk)
+        if start + words_per_passage >= len(words):
+            break
+    return out
 
 
 class EmbeddingModelError(RuntimeError):
@@ -82,19 +118,26 @@ class Embedder:
 
 
 class EmbeddingKernel:
-    """Cosine similarity of the intention to each document.
+    """Cosine similarity of the intention to each document's best passage.
 
-    Document vectors are cached by app and content hash: a re-ingested
+    Passage vectors are cached by app and content hash: a re-ingested
     document with new content (a new version) is encoded again, the others
     never are. With ``cache_dir`` the cache survives restarts (one ``.npz``
-    per app).
+    per app and passage size).
     """
 
     name = "embedding"
 
-    def __init__(self, embedder: Embedder | None = None, *, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        *,
+        cache_dir: Path | None = None,
+        passage_words: int = PASSAGE_WORDS,
+    ) -> None:
         self.embedder = embedder or Embedder()
         self.cache_dir = cache_dir
+        self.passage_words = passage_words
         self._vectors: dict[str, dict[str, Matrix]] = {}
         self._lock = threading.Lock()
 
@@ -102,7 +145,7 @@ class EmbeddingKernel:
         if self.cache_dir is None:
             return None
         safe_app = "".join(c if c.isalnum() or c in "-_" else "_" for c in app) or "app"
-        return self.cache_dir / f"{safe_app}-{MODEL_NAME}.npz"
+        return self.cache_dir / f"{safe_app}-{MODEL_NAME}-p{self.passage_words}.npz"
 
     def _app_cache(self, app: str) -> dict[str, Matrix]:
         cache = self._vectors.get(app)
@@ -115,10 +158,14 @@ class EmbeddingKernel:
             self._vectors[app] = cache
         return cache
 
-    def document_matrix(self, documents: Sequence[Document]) -> Matrix:
-        """Embeddings of ``documents``, in their order; each document is encoded once."""
+    def passage_matrices(self, documents: Sequence[Document]) -> list[Matrix]:
+        """Each document's passage vectors (one row per passage), in the documents' order.
+
+        Every document is encoded once per content version; the missing ones of
+        an app go to the model in one batch.
+        """
         if not documents:
-            return np.zeros((0, 384), dtype=np.float32)
+            return []
         with self._lock:
             by_app: dict[str, list[Document]] = {}
             for document in documents:
@@ -128,20 +175,28 @@ class EmbeddingKernel:
                 missing = {d.content_hash: d for d in docs if d.content_hash not in cache}
                 if not missing:
                     continue
-                vectors = self.embedder.encode([d.text for d in missing.values()])
-                cache.update(zip(missing, vectors, strict=True))
+                texts = [passages(d, self.passage_words) for d in missing.values()]
+                vectors = self.embedder.encode([t for parts in texts for t in parts])
+                start = 0
+                for content_hash, parts in zip(missing, texts, strict=True):
+                    cache[content_hash] = vectors[start : start + len(parts)]
+                    start += len(parts)
                 path = self._disk_path(app)
                 if path is not None:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     np.savez(path, **cast(dict[str, Any], cache))
-            return np.stack([self._vectors[d.app][d.content_hash] for d in documents])
+            return [self._vectors[d.app][d.content_hash] for d in documents]
 
     def cosine(self, text: str, documents: Sequence[Document]) -> list[float]:
+        """The cosine of ``text`` to each document's best passage."""
         if not documents:
             return []
-        matrix = self.document_matrix(documents)
+        matrices = self.passage_matrices(documents)
         query = self.embedder.encode([text])[0]
-        return [float(s) for s in matrix @ query]
+        stacked = np.concatenate(matrices)
+        similarities = stacked @ query
+        bounds = np.cumsum([0, *(len(m) for m in matrices)])
+        return [float(similarities[a:b].max()) for a, b in itertools.pairwise(bounds)]
 
     async def score(self, intention: pb.Intention, documents: Sequence[Document]) -> list[float]:
         return await asyncio.to_thread(self.cosine, intention_text(intention), documents)

@@ -49,10 +49,10 @@ async def test_embedding_kernel_encodes_each_document_once_per_version(
 def test_embedding_cache_survives_a_restart(
     tmp_path: Path, corpus: list[Document], bag_embedder: Any
 ) -> None:
-    EmbeddingKernel(bag_embedder, cache_dir=tmp_path).document_matrix(corpus)
+    EmbeddingKernel(bag_embedder, cache_dir=tmp_path).passage_matrices(corpus)
     assert list(tmp_path.glob("nutri-*.npz"))
     fresh = type(bag_embedder)()
-    EmbeddingKernel(fresh, cache_dir=tmp_path).document_matrix(corpus)
+    EmbeddingKernel(fresh, cache_dir=tmp_path).passage_matrices(corpus)
     assert fresh.encoded == []
 
 
@@ -98,10 +98,18 @@ async def test_adaptive_selection_cuts_at_the_gap(corpus: list[Document]) -> Non
     assert len(retrieval.selected) == retrieval.k + 1
 
 
-async def test_default_selection_keeps_at_least_three_plus_the_buffer(
+async def test_default_selection_cuts_at_the_largest_gap_with_no_buffer(
     corpus: list[Document],
 ) -> None:
+    """The leave-one-corpus-out default: min k 1, no buffer; one clear winner is kept alone."""
     retrieval = await Retriever(RetrieverConfig(kernel="bm25")).retrieve(SALT, corpus)
+    assert (retrieval.k, retrieval.buffer) == (1, 0)
+    assert [r.document.local_id for r in retrieval.selected] == ["FR-2"]
+
+
+async def test_min_k_and_buffer_still_widen_the_selection(corpus: list[Document]) -> None:
+    config = RetrieverConfig(kernel="bm25", min_k=3, buffer=1)
+    retrieval = await Retriever(config).retrieve(SALT, corpus)
     assert retrieval.k >= 3
     assert retrieval.buffer == 1
 

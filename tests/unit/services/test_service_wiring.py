@@ -66,10 +66,34 @@ def test_the_cheap_retriever_configuration_needs_no_model(
     assert deps.documents("other") == []
 
 
-def test_the_default_retriever_ranks_and_reasons_with_a_model(state: Path) -> None:
+def test_the_default_retriever_ranks_without_a_model_and_reasons_with_one(state: Path) -> None:
+    deps = build_deps(RetrieverSettings())
+    assert deps.retriever.config.kernel == "embedding"
+    assert deps.retriever.icralm is None
+    assert deps.retriever.reranker is None
+    assert deps.reasoner is not None
+
+
+def test_an_icralm_kernel_gets_the_ranking_model(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REAG_RETRIEVAL__KERNEL", "hybrid")
     deps = build_deps(RetrieverSettings())
     assert deps.retriever.icralm is not None
-    assert deps.reasoner is not None
+    assert deps.retriever.icralm.client.model == "local:gemma-3-270m"
+
+
+def test_rerank_n_wires_the_reranker_to_the_rerank_model(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REAG_RETRIEVAL__RERANK_N", "4")
+    monkeypatch.setenv("REAG_RETRIEVAL__RERANK_MAX_S", "20")
+    deps = build_deps(RetrieverSettings())
+    reranker = deps.retriever.reranker
+    assert reranker is not None
+    assert reranker.client.model == "local:qwen2.5-coder-1.5b-instruct"
+    assert reranker.client.caller.service == "retriever"
+    assert (reranker.top_n, reranker.max_seconds) == (4, 20.0)
 
 
 def test_the_corpus_cache_rereads_the_store_after_its_ttl(state: Path) -> None:

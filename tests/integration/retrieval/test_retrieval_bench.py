@@ -1,0 +1,44 @@
+"""The retrieval benchmark runs on any app with labels and picks a default by leaving a corpus out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import retrieval as bench_retrieval
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_two_corpora_give_tables_a_leave_one_out_choice_and_the_default_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REAG_STATE_DIR", str(tmp_path / "state"))
+    args = ["--icralm-every", "0", "--rerank-every", "0", "--limit", "8"]
+    for app in ("banking", "nutrition"):
+        args += ["--manifest", str(EXAMPLES / app / "app.yaml")]
+        args += ["--bench", str(EXAMPLES / app / "retrieval_bench.yaml")]
+    assert bench_retrieval.main([*args, "--out", str(tmp_path / "out")]) == 0
+
+    report = (tmp_path / "out" / "retrieval.md").read_text(encoding="utf-8")
+    assert "### banking: 35 documents, 8 intentions" in report
+    assert "### nutrition: 84 documents, 8 intentions" in report
+    loco = report.split("### Leave one corpus out", 1)[1]
+    assert loco.count("\n| banking |") == 1
+    assert loco.count("\n| nutrition |") == 1
+    assert report.count("The production default (`RetrieverConfig()`: Embedding + adaptive k") == 2
+
+    selections = json.loads((tmp_path / "out" / "retrieval.json").read_text(encoding="utf-8"))
+    default = selections["banking"]["Embedding + adaptive k, min k 1, buffer 0"]
+    assert len(default["ids"]) == 8
+    assert all(1 <= len(kept) <= 8 for kept in default["selected"])
+    # The baseline keeps exactly five.
+    assert {len(kept) for kept in selections["nutrition"]["BM25, k=5"]["selected"]} == {5}
+    # Whole-document vectors were cached apart from passage vectors.
+    cached = sorted(p.name for p in (tmp_path / "state").rglob("*.npz"))
+    assert any("-p0.npz" in name for name in cached)
+    assert any("-p128.npz" in name for name in cached)
