@@ -48,8 +48,8 @@ def passages(document: Document, words_per_passage: int = PASSAGE_WORDS) -> list
     """The texts a document is encoded as: whole when short, else half-overlapping windows.
 
     ``words_per_passage`` 0 keeps every document whole (the model then reads
-    only its beginning). Every window after the first is prefixed with the
-    title, so a passage deep in a section still says what the section is about.
+    only its beginning). Every window is prefixed with the title, so a
+    passage deep in a section still says what the section is about.
     """
     words = document.content.split()
     if words_per_passage <= 0 or len(words) <= words_per_passage:
