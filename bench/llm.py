@@ -53,7 +53,7 @@ from reag.llm.local import LocalProvider
 from reag.llm.registry import make_client
 from reag.settings import ReagSettings
 from reag.v1 import events_pb2 as pb
-from shell.stack.tansu import free_port
+from shell.stack.ports import free_port
 
 LABELS = ["YES", "NO"]
 N_ANNOTATORS = 5

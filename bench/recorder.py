@@ -30,7 +30,8 @@ import uuid
 
 from reag.client import Recorder
 from services.kit.testing import read_values
-from shell.stack.tansu import free_port, start_tansu
+from shell.stack.ports import free_port
+from shell.stack.tansu import start_tansu
 
 QUERY = (
     "I'm on dialysis three times a week and my potassium was high last month. "

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from shell.stack.tansu import free_port, start_tansu
+from shell.stack.ports import free_port
+from shell.stack.tansu import start_tansu
 
 
 @pytest.fixture(autouse=True)

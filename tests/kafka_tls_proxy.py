@@ -18,7 +18,8 @@ import subprocess
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
-from shell.stack.tansu import broker_command, free_port, wait_for_port
+from shell.stack.ports import free_port
+from shell.stack.tansu import broker_command, wait_for_port
 from tests.tls_certs import Tls
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36

@@ -218,7 +218,8 @@ async def run_faults(bootstrap: str, *, cases: int, seed: int, rates: FaultRates
 
 def run(argv: list[str] | None = None) -> int:
     """The ``make chaos`` step, on an embedded broker of its own."""
-    from shell.stack.tansu import free_port, start_tansu
+    from shell.stack.ports import free_port
+    from shell.stack.tansu import start_tansu
 
     parser = argparse.ArgumentParser(prog="python -m bench.chaos llm-faults")
     parser.add_argument("--cases", type=int, default=1000)

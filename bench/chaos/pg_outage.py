@@ -38,7 +38,8 @@ from services.kit.testing import read_values
 from services.kit.topology import DLQ, ORACLES, VERDICTS
 from services.ledger.handlers import build_router
 from services.ledger.settings import LedgerSettings
-from shell.stack.tansu import free_port, start_tansu
+from shell.stack.ports import free_port
+from shell.stack.tansu import start_tansu
 
 POSTGRES_DSN = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 CRITERIA = 2

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
 from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any, TypeVar
+
+from shell.stack.ports import free_port
 
 T = TypeVar("T")
 _CHUNK = 65536
@@ -27,7 +28,7 @@ class CuttableProxy:
 
     def __init__(self, target_host: str, target_port: int, port: int = 0) -> None:
         self.target = (target_host, target_port)
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.connections = 0  # accepted while up, over the proxy's life
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -113,9 +114,3 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             await writer.drain()
     with contextlib.suppress(ConnectionError, OSError, RuntimeError):
         writer.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

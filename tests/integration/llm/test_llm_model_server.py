@@ -17,7 +17,7 @@ from reag.llm import LLMClient, LLMSettings, Message
 from reag.llm.local import LocalProvider
 from reag.llm.registry import make_client
 from shell.cli.main import app
-from shell.stack.tansu import free_port
+from shell.stack.ports import free_port
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 

@@ -40,7 +40,7 @@ from services.kit.admin import ensure_topics
 from services.kit.settings import KafkaSettings
 from services.kit.testing import produce_events, read_events
 from services.kit.topology import JUDGE_TIER, RESULTS, REVIEWS, THRESHOLDS, TRAFFIC
-from shell.stack.tansu import free_port
+from shell.stack.ports import free_port
 from tests.integration.observability import scripted_stack
 from tests.unit.deploy.promrules import PENDING_SERIES, RULES, alerts, recordings, rules
 from tests.unit.deploy.test_dashboards import metric_names, selectors

@@ -31,7 +31,7 @@ from reag.llm.fake import FakeProvider
 from reag.v1 import events_pb2 as pb
 from shell.cli.elicit import register
 from shell.sampleapp.server import create_sample_app
-from shell.stack.tansu import free_port
+from shell.stack.ports import free_port
 
 pytestmark = [pytest.mark.kafka]
 

@@ -30,7 +30,7 @@ from reag.v1 import events_pb2 as pb
 from services.kit.admin import ensure_topics
 from services.kit.settings import KafkaSettings
 from services.kit.topology import INTENTIONS, INTERPRETATIONS
-from shell.stack.tansu import free_port
+from shell.stack.ports import free_port
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

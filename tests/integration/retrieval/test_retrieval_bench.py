@@ -1,4 +1,4 @@
-"""The retrieval benchmark runs on any app with labels and picks a default by leaving a corpus out."""
+"""The retrieval benchmark runs on any labelled app and picks a default by leaving a corpus out."""
 
 from __future__ import annotations
 

@@ -12,18 +12,9 @@ from pathlib import Path
 import pytest
 
 from shell.stack import supervisor
-from shell.stack.tansu import free_port
+from shell.stack.ports import free_port, free_port_block
 
 pytestmark = [pytest.mark.kafka, pytest.mark.llm, pytest.mark.slow]
-
-
-def _free_run(length: int) -> int:
-    """A base port with ``length`` free ports after it."""
-    for _ in range(50):
-        base = free_port()
-        if base + length < 65000 and all(supervisor._port_free(base + i) for i in range(length)):
-            return base
-    raise RuntimeError("no run of free ports found")
 
 
 def test_up_starts_every_process_healthy_and_down_stops_them(tmp_path: Path) -> None:
@@ -34,7 +25,7 @@ def test_up_starts_every_process_healthy_and_down_stops_them(tmp_path: Path) -> 
         kafka_port=free_port(),
         model_port=free_port(),
         sample_app_port=free_port(),
-        service_port_base=_free_run(len(supervisor.service_names())),
+        service_port_base=free_port_block(len(supervisor.service_names())),
     )
     lines: list[str] = []
     state = supervisor.up(settings, after_broker=ensure_topics_at, echo=lines.append)

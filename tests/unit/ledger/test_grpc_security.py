@@ -26,7 +26,7 @@ from services.kit.topology import TRAFFIC
 from services.ledger.main import create_app
 from services.ledger.settings import LedgerSettings
 from services.ledger.traffic_api import SERVICE_NAME, TrafficServicer
-from shell.stack.tansu import free_port
+from shell.stack.ports import free_port
 from tests.tls_certs import Tls, self_signed
 
 from .conftest import YES, Events

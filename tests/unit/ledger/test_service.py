@@ -15,7 +15,7 @@ from services.kit.topology import ABSTAINS, DLQ, ORACLES, RESULTS, REVIEWS, VERD
 from services.ledger.handlers import build_router
 from services.ledger.main import create_app
 from services.ledger.settings import LedgerSettings
-from shell.stack.tansu import free_port
+from shell.stack.ports import free_port
 
 from .conftest import NO, YES, Events
 

@@ -9,6 +9,7 @@ import pytest
 
 from services.kit.topology import SERVICES
 from shell.stack import supervisor
+from shell.stack.ports import port_is_free
 
 
 def test_the_plan_runs_every_topology_service_once_with_distinct_ports(
@@ -38,8 +39,8 @@ def test_a_listening_port_is_busy_and_a_closed_one_is_free() -> None:
         server.bind(("127.0.0.1", 0))
         server.listen()
         port = server.getsockname()[1]
-        assert not supervisor._port_free(port)
-    assert supervisor._port_free(port)
+        assert not port_is_free(port)
+    assert port_is_free(port)
 
 
 def test_status_and_down_without_a_stack_report_nothing(tmp_path: Path) -> None:
