@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -118,28 +119,42 @@ def bootstrap_intervals(
         return out
     rng = np.random.default_rng(seed)
     for name, values in (("precision", p), ("recall", r), ("ndcg", g)):
-        result = stats.bootstrap(
+        out[name] = _percentile_interval(
             (values,),
             np.mean,
-            confidence_level=confidence,
+            float(values.mean()),
+            confidence=confidence,
             n_resamples=n_resamples,
-            method="percentile",
-            random_state=rng,
+            rng=rng,
         )
-        ci = result.confidence_interval
-        out[name] = Interval(float(values.mean()), float(ci.low), float(ci.high))
+    out["f1"] = _percentile_interval(
+        (p, r), _f1_of_means, point_f1, confidence=confidence, n_resamples=n_resamples, rng=rng
+    )
+    return out
+
+
+def _percentile_interval(
+    samples: tuple[np.ndarray, ...],
+    statistic: Callable[..., Any],
+    point: float,
+    *,
+    confidence: float,
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> Interval:
+    """The point with scipy's percentile bootstrap interval; several samples are resampled
+    together (paired), so a statistic of two per-intention arrays keeps their pairs."""
     result = stats.bootstrap(
-        (p, r),
-        _f1_of_means,
-        paired=True,
+        samples,
+        statistic,
+        paired=len(samples) > 1,
         confidence_level=confidence,
         n_resamples=n_resamples,
         method="percentile",
         random_state=rng,
     )
     ci = result.confidence_interval
-    out["f1"] = Interval(point_f1, float(ci.low), float(ci.high))
-    return out
+    return Interval(point, float(ci.low), float(ci.high))
 
 
 def paired_ratio(
@@ -160,14 +175,8 @@ def paired_ratio(
     point = float(a.mean() / b.mean())
     if a.size < 2:
         return Interval(point, point, point)
-    result = stats.bootstrap(
-        (a, b),
-        _ratio_of_means,
-        paired=True,
-        confidence_level=confidence,
-        n_resamples=n_resamples,
-        method="percentile",
-        random_state=np.random.default_rng(seed),
+
+    rng = np.random.default_rng(seed)
+    return _percentile_interval(
+        (a, b), _ratio_of_means, point, confidence=confidence, n_resamples=n_resamples, rng=rng
     )
-    ci = result.confidence_interval
-    return Interval(point, float(ci.low), float(ci.high))
