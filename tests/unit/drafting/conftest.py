@@ -13,9 +13,6 @@ from typing import Any
 
 import pytest
 
-from reag.llm.base import Message
-from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
 from reag.drafting import prompts
 from reag.drafting.agent import RunContext
 from reag.drafting.generator import Generator
@@ -26,6 +23,9 @@ from reag.drafting.refactor import Refactor
 from reag.drafting.settings import SpecSettings
 from reag.drafting.template import Template
 from reag.drafting.workflow import SpecTeam
+from reag.llm.base import Message
+from reag.llm.client import LLMClient
+from reag.llm.scripted import FakeProvider
 
 Script = Callable[[Sequence[Message], dict[str, Any]], str]
 

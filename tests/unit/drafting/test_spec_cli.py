@@ -9,9 +9,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
 from reag.drafting.template import load_template
+from reag.llm.client import LLMClient
+from reag.llm.scripted import FakeProvider
 from shell.cli.spec import register, title_of
 
 BRIEF = "# Project brief: NutriLens (illustrative)\n\nA phone app that rates food labels.\n"
@@ -28,7 +28,9 @@ def app() -> typer.Typer:
 @pytest.fixture
 def scripted(monkeypatch: pytest.MonkeyPatch, fakes: Any) -> FakeProvider:
     provider = FakeProvider(chat_script=fakes.routing_script())
-    monkeypatch.setattr("reag.drafting.clients._registry_client", lambda _model: LLMClient(provider))
+    monkeypatch.setattr(
+        "reag.drafting.clients._registry_client", lambda _model: LLMClient(provider)
+    )
     return provider
 
 
