@@ -225,10 +225,10 @@ async def _run_draft(
     title: str,
 ) -> _DraftOutcome:
     """The agents' run; files are written by the caller, outside the event loop."""
-    from reag.llm.base import LLMError
     from reag.drafting.clients import ClientPool
     from reag.drafting.errors import SpecError
     from reag.drafting.workflow import Mode, SpecTeam, draft_spec
+    from reag.llm.base import LLMError
 
     pool = ClientPool()
     try:
@@ -298,10 +298,10 @@ def eval_(
 
 
 async def _judge(generated: str, reference: str, model: str | None) -> dict[str, Any]:
-    from reag.llm.base import LLMError
     from reag.drafting.clients import ClientPool
     from reag.drafting.judge import SpecJudge
     from reag.drafting.settings import SpecSettings
+    from reag.llm.base import LLMError
 
     settings = SpecSettings()
     cfg = settings.judge if model is None else settings.judge.model_copy(update={"model": model})

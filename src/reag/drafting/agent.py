@@ -14,10 +14,10 @@ from typing import ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from reag.llm.base import LLMError, Message, StructuredOutputError
-from reag.llm.client import LLMClient
 from reag.drafting.runlog import AgentName, RunLog
 from reag.drafting.settings import AgentSettings
+from reag.llm.base import LLMError, Message, StructuredOutputError
+from reag.llm.client import LLMClient
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -9,14 +9,14 @@ small local models, and a missing section can be sent back on its own.
 
 from __future__ import annotations
 
-from reag.llm.base import Message
-from reag.llm.client import LLMClient
 from reag.drafting.agent import Agent, RunContext
 from reag.drafting.document import SrsDocument
 from reag.drafting.prompts import GENERATOR_REVISE, GENERATOR_SECTION
 from reag.drafting.refactor import ImprovementCommand
 from reag.drafting.settings import AgentSettings
 from reag.drafting.template import Leaf, Template
+from reag.llm.base import Message
+from reag.llm.client import LLMClient
 from reag.untrusted import fence
 
 

@@ -20,8 +20,6 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from reag.llm.base import Message, StructuredOutputError
-from reag.llm.client import LLMClient
 from reag.drafting.agent import Agent, RunContext
 from reag.drafting.prompts import (
     INTERVIEWER_REPORT,
@@ -29,6 +27,8 @@ from reag.drafting.prompts import (
     STAKEHOLDER_ANSWER,
 )
 from reag.drafting.settings import MAX_ELICITATION_TURNS, AgentSettings
+from reag.llm.base import Message, StructuredOutputError
+from reag.llm.client import LLMClient
 from reag.untrusted import fence
 
 StopReason = Literal["exit_tool", "max_turns", "interviewer_error"]

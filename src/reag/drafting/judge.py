@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from reag.llm.base import LLMError, Message
 from reag.drafting.agent import Agent
 from reag.drafting.prompts import JUDGE_RUBRIC, JUDGE_SYSTEM
+from reag.llm.base import LLMError, Message
 from reag.untrusted import fence
 
 

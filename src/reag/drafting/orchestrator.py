@@ -8,13 +8,13 @@ unfilled sections back to the generator, a bounded number of times.
 
 from __future__ import annotations
 
-from reag.llm.base import Message
 from reag.drafting.agent import Agent
 from reag.drafting.document import NOT_SPECIFIED, SrsDocument, is_blank
 from reag.drafting.generator import Generator
 from reag.drafting.prompts import ORCHESTRATOR_SUMMARY
 from reag.drafting.runlog import ValidationRecord
 from reag.drafting.template import Leaf
+from reag.llm.base import Message
 from reag.untrusted import fence
 
 

@@ -11,12 +11,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from reag.llm.base import Message, StructuredOutputError
-from reag.llm.client import LLMClient
 from reag.drafting.agent import Agent, RunContext
 from reag.drafting.document import SrsDocument
 from reag.drafting.prompts import REFACTOR_REVIEW
 from reag.drafting.settings import AgentSettings
+from reag.llm.base import Message, StructuredOutputError
+from reag.llm.client import LLMClient
 from reag.untrusted import fence
 
 Quality = Literal["ambiguity", "completeness", "consistency", "verifiability"]

@@ -129,7 +129,12 @@ def load_template(name: str) -> Template:
 
 @cache
 def _load_file(file_name: str) -> Template:
-    text = resources.files("reag.drafting").joinpath("templates").joinpath(file_name).read_text("utf-8")
+    text = (
+        resources.files("reag.drafting")
+        .joinpath("templates")
+        .joinpath(file_name)
+        .read_text("utf-8")
+    )
     try:
         return Template.model_validate(yaml.safe_load(text))
     except ValidationError as exc:

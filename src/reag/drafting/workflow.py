@@ -19,7 +19,13 @@ from reag.drafting.document import SrsDocument, is_blank
 from reag.drafting.errors import FeedbackError
 from reag.drafting.feedback import FeedbackSource
 from reag.drafting.generator import Generator
-from reag.drafting.interview import Elicitation, Interviewer, Stakeholder, run_elicitation, transcript
+from reag.drafting.interview import (
+    Elicitation,
+    Interviewer,
+    Stakeholder,
+    run_elicitation,
+    transcript,
+)
 from reag.drafting.orchestrator import Orchestrator
 from reag.drafting.refactor import ImprovementCommand, Refactor
 from reag.drafting.runlog import RefinementRecord, RunLog

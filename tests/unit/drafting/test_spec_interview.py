@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from reag.llm.base import Message
 from reag.drafting.agent import RunContext
 from reag.drafting.interview import (
     Interviewer,
@@ -17,6 +16,7 @@ from reag.drafting.interview import (
 )
 from reag.drafting.prompts import INTERVIEWER_REPORT
 from reag.drafting.settings import SpecSettings
+from reag.llm.base import Message
 
 SETTINGS = SpecSettings()
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from reag.llm.base import Message
 from reag.drafting.document import SrsDocument
 from reag.drafting.errors import FeedbackError
 from reag.drafting.template import load_template
 from reag.drafting.workflow import Mode, draft_spec
+from reag.llm.base import Message
 
 BRIEF = "# Project brief: NutriLens\nA phone app that rates food labels."
 
