@@ -7,7 +7,7 @@ REAG := $(VENV)/bin/reag
 .DEFAULT_GOAL := help
 
 help: ## list the targets
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
 install: ## install reag into .venv (builds llama.cpp once, ~5 min)
 	@scripts/install.sh
@@ -18,10 +18,13 @@ proto: install ## regenerate the Python stubs from proto/
 demo: install ## run reag end to end on the embedded broker and the local model
 	$(REAG) demo
 
-test: install ## run every test (starts its own broker; needs PostgreSQL on 127.0.0.1:5432)
+system-packages: ## the Debian packages the tests use (WordNet, Chromium and its driver, Prometheus), once
+	@scripts/system-packages.sh
+
+test: install system-packages ## run every test (starts its own broker; needs PostgreSQL on 127.0.0.1:5432)
 	$(PY) -m pytest
 
-test-fast: install ## run the tests that need neither the broker nor the model
+test-fast: install system-packages ## run the tests that need neither the broker nor the model
 	$(PY) -m pytest -m "not kafka and not llm and not slow"
 
 lint: install ## ruff and mypy
@@ -61,5 +64,5 @@ lock: ## recompile the images' hash-pinned lock files (requirements/*.lock)
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .reag
 
-.PHONY: help install proto demo test test-fast lint bench bench-retrieval chaos fuzz up down status tiers lock clean
+.PHONY: help install system-packages proto demo test test-fast lint bench bench-retrieval chaos fuzz up down status tiers lock clean
 

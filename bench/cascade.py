@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reag.calibration import ScoreRecord, pivot, read_scores
-from reag.calibration.report import markdown, write_sweep
 from reag.calibration.sweep import SweepResult, parse_alphas, parse_tier_costs, run_sweep
+from reag.calibration.sweep_output import markdown, write_sweep
 from reag.labelled.scoring import Progress
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -33,7 +33,7 @@ from reag.elicitation.directory import PersonaDirectory
 from reag.ledger.store import LedgerStore
 from reag.llm.base import Message as ChatMessage
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.retriever import Retriever, RetrieverConfig
 from reag.traffic.policy import FixedPolicies, PolicyDirectory

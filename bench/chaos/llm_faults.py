@@ -27,8 +27,8 @@ from pydantic import BaseModel, Field
 
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
 from reag.llm.faults import TRANSIENT_FAULTS, FaultKind, FaultRates, FaultyProvider
+from reag.llm.scripted import FakeProvider
 from reag.llm.settings import LLMSettings
 from reag.v1 import events_pb2 as pb
 from services.kit.consume import Emit, consume

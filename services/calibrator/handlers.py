@@ -20,8 +20,8 @@ from reag.labelled.calibrate import LabelledCalibration, calibrate_app
 from reag.labelled.clients import build_judges
 from reag.labelled.fitting import FitSpec
 from reag.llm.client import LLMClient
+from reag.trust.from_store import app_report, thresholds_in_force
 from reag.trust.monitor import ALL, TrustReport, deciding_tier
-from reag.trust.report import app_report, thresholds_in_force
 from reag.trust.store import AuditStore, audit_from_review
 from reag.trust.telemetry import count_audit, observe_report
 from reag.v1 import events_pb2 as pb

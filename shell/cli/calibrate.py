@@ -273,8 +273,8 @@ def sweep(
 ) -> None:
     """Coverage, selective agreement and honest cost over α, beside each judge alone."""
     from reag.calibration import CalibrationError, Grid, read_scores
-    from reag.calibration.report import markdown, write_sweep
     from reag.calibration.sweep import parse_alphas, parse_tier_costs, run_sweep, split_records
+    from reag.calibration.sweep_output import markdown, write_sweep
 
     if eval_scores is not None and split is not None:
         raise _fail("--eval-scores and --split are alternatives; give one")

@@ -238,7 +238,7 @@ def results(
     if stuck:
         _print_stuck(store_dsn, app_name, window, as_json=as_json)
         return
-    from reag.ledger.report import (
+    from reag.ledger.formatting import (
         format_summary,
         format_table,
         markdown_report,

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from reag.spec.document import SrsDocument
-    from reag.spec.feedback import FeedbackSource
-    from reag.spec.runlog import RunLog
-    from reag.spec.settings import SpecSettings
-    from reag.spec.template import Template
-    from reag.spec.workflow import DraftResult
+    from reag.drafting.document import SrsDocument
+    from reag.drafting.feedback import FeedbackSource
+    from reag.drafting.runlog import RunLog
+    from reag.drafting.settings import SpecSettings
+    from reag.drafting.template import Template
+    from reag.drafting.workflow import DraftResult
 
 spec_app = typer.Typer(
     name="spec",
@@ -73,7 +73,7 @@ def title_of(brief: str, fallback: str) -> str:
 
 def prompt_feedback(markdown_path: Path) -> FeedbackSource:
     """Reviewer feedback typed at the terminal, once per round, after seeing the draft."""
-    from reag.spec.feedback import parse_feedback
+    from reag.drafting.feedback import parse_feedback
 
     def source(document: SrsDocument, round_: int) -> list[str]:
         draft = markdown_path.with_name(f"{markdown_path.stem}.round{round_}-draft.md")
@@ -132,10 +132,10 @@ def draft(
     title: Annotated[str | None, typer.Option("--title", help="Project name in the SRS.")] = None,
 ) -> None:
     """Draft an SRS from a brief: orchestrator, interviewer ↔ stakeholder, generator, refactor."""
-    from reag.spec.errors import SpecError
-    from reag.spec.feedback import feedback_from_file
-    from reag.spec.settings import SpecSettings
-    from reag.spec.template import load_template
+    from reag.drafting.errors import SpecError
+    from reag.drafting.feedback import feedback_from_file
+    from reag.drafting.settings import SpecSettings
+    from reag.drafting.template import load_template
 
     try:
         brief_text = brief.read_text(encoding="utf-8")
@@ -225,10 +225,10 @@ async def _run_draft(
     title: str,
 ) -> _DraftOutcome:
     """The agents' run; files are written by the caller, outside the event loop."""
+    from reag.drafting.clients import ClientPool
+    from reag.drafting.errors import SpecError
+    from reag.drafting.workflow import Mode, SpecTeam, draft_spec
     from reag.llm.base import LLMError
-    from reag.spec.clients import ClientPool
-    from reag.spec.errors import SpecError
-    from reag.spec.workflow import Mode, SpecTeam, draft_spec
 
     pool = ClientPool()
     try:
@@ -274,9 +274,9 @@ def eval_(
     ] = None,
 ) -> None:
     """METEOR, ROUGE-L, BLEU-1, BERTScore F1 and SBERT cosine, whole and per section; judge 1–4."""
-    from reag.spec.errors import SpecError
-    from reag.spec.evaluation import compare, read_spec_text
-    from reag.spec.metrics import default_metrics
+    from reag.drafting.errors import SpecError
+    from reag.drafting.evaluation import compare, read_spec_text
+    from reag.drafting.metrics import default_metrics
 
     try:
         gen_text = read_spec_text(generated)
@@ -298,10 +298,10 @@ def eval_(
 
 
 async def _judge(generated: str, reference: str, model: str | None) -> dict[str, Any]:
+    from reag.drafting.clients import ClientPool
+    from reag.drafting.judge import SpecJudge
+    from reag.drafting.settings import SpecSettings
     from reag.llm.base import LLMError
-    from reag.spec.clients import ClientPool
-    from reag.spec.judge import SpecJudge
-    from reag.spec.settings import SpecSettings
 
     settings = SpecSettings()
     cfg = settings.judge if model is None else settings.judge.model_copy(update={"model": model})

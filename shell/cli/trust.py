@@ -130,7 +130,7 @@ def trust(
     (insufficient / within / exceeded) and drift from the calibration set."""
     from reag.calibration.store import CalibrationStore
     from reag.settings import ReagSettings
-    from reag.trust.report import app_report
+    from reag.trust.from_store import app_report
     from reag.trust.store import AuditStore
 
     store = CalibrationStore.open(store_dsn or ReagSettings().resolved_store_dsn())

@@ -27,6 +27,16 @@ from hypothesis import strategies as st
 
 from reag.apps import SeedQuery
 from reag.corpus.model import Document
+from reag.drafting import prompts as spec_prompts
+from reag.drafting.agent import RunContext
+from reag.drafting.generator import Generator
+from reag.drafting.interview import Interviewer, Stakeholder
+from reag.drafting.judge import SpecJudge
+from reag.drafting.orchestrator import Orchestrator
+from reag.drafting.refactor import Refactor
+from reag.drafting.settings import SpecSettings
+from reag.drafting.template import load_template
+from reag.drafting.workflow import Mode, SpecTeam, draft_spec
 from reag.elicitation.personas import PersonaCategory
 from reag.elicitation.simulated_user import FewShot
 from reag.elicitation.simulated_user import build_messages as simulated_user_messages
@@ -34,20 +44,10 @@ from reag.judging.exemplars import LabelledExample
 from reag.judging.prompt import annotator_prompts
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.oracle.prompt import PromptLimits as OracleLimits
 from reag.oracle.prompt import build_messages as oracle_messages
 from reag.retrieval.prompts import analysis_prompt, document_prompt
-from reag.spec import prompts as spec_prompts
-from reag.spec.agent import RunContext
-from reag.spec.generator import Generator
-from reag.spec.interview import Interviewer, Stakeholder
-from reag.spec.judge import SpecJudge
-from reag.spec.orchestrator import Orchestrator
-from reag.spec.refactor import Refactor
-from reag.spec.settings import SpecSettings
-from reag.spec.template import load_template
-from reag.spec.workflow import Mode, SpecTeam, draft_spec
 from reag.untrusted import PREFIX, TRUNCATION_MARK, clip, fence, fenced, neutralise
 from reag.v1 import events_pb2 as pb
 

@@ -38,11 +38,10 @@ from reag.traffic.live import (
     InvalidExchangeError,
     LiveExchange,
     kafka_key,
-    sample_key,
-    sample_point,
     to_traffic,
 )
 from reag.traffic.redaction import RedactionPolicy, Redactor
+from reag.traffic.sampling import kept, sample_key
 
 try:  # The OpenTelemetry API is optional: without it no trace context travels.
     from opentelemetry.propagate import inject as _otel_inject
@@ -338,7 +337,7 @@ class Recorder:
         )
         if key is None:  # a request id is drawn later, at random: so is the sample
             return random.random() < self._sample_rate
-        return sample_point(key) < self._sample_rate
+        return kept(key, self._sample_rate)
 
     def _wake(self, *, force: bool = False) -> None:
         """Wakes the background loop; one wake-up in flight is enough (the loop clears the

@@ -28,8 +28,7 @@ from reag.apps import SeedQuery
 from reag.elicitation.personas import PersonaCategory
 from reag.llm.base import Message, Usage
 from reag.llm.client import LLMClient
-from reag.spec.prompts import DATA_NOTE
-from reag.untrusted import fence
+from reag.untrusted import DATA_NOTE, fence
 
 SIMULATION_TEMPERATURE = 0.9
 

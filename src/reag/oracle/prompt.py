@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 from reag.llm.base import Message
 from reag.oracle.schema import MAX_CRITERIA
-from reag.spec.prompts import DATA_NOTE
-from reag.untrusted import clip, fence
+from reag.untrusted import DATA_NOTE, clip, fence
 from reag.v1 import events_pb2 as pb
 
 # Kind -> (tag, heading), in the order figure 2 lists them; requirements added.

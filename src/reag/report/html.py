@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from reag.calibration.scores import ScoreRecord
 from reag.calibration.sweep import SweepResult
-from reag.ledger.report import criterion_status
+from reag.ledger.formatting import criterion_status
 from reag.ledger.summary import (
     LABEL_NAMES,
     deciding_tier_cost,

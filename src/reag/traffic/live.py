@@ -9,7 +9,6 @@ whichever way it came. Nothing here redacts: callers pass the event through
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -131,24 +130,3 @@ def to_traffic(exchange: LiveExchange, app: str) -> pb.Traffic:
 def kafka_key(event: pb.Traffic) -> bytes:
     """Events are keyed by case id, as every service keys its outputs (downstream dedup)."""
     return event.meta.case_id.encode()
-
-
-def sample_point(key: str) -> float:
-    """A uniform point in [0, 1) fixed by ``key``.
-
-    The same function as ``reag.traffic.shadow.sample_point`` (a test holds them
-    equal), restated so the recorder need not import the shadow gate's store and
-    spend code: an app that samples at 10% in the recorder and 50% in the
-    elicitor keeps exactly the users under 10%.
-    """
-    digest = hashlib.sha256(key.encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
-def sample_key(app: str, user_id: str, request_id: str, *, by: str = "user") -> str | None:
-    """The key the elicitor's shadow gate samples on, or None when there is none yet."""
-    if by == "user" and user_id:
-        return f"{app}/user/{user_id}"
-    if request_id:
-        return f"{app}/request/{request_id}"
-    return None

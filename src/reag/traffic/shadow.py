@@ -15,12 +15,12 @@ someone asked for it; budgets still hold.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import deque
 from collections.abc import Callable
 
 from reag.traffic.policy import ShadowPolicy
+from reag.traffic.sampling import kept, sample_key
 from reag.traffic.spend import WindowSpend
 from reag.v1 import events_pb2 as pb
 
@@ -32,20 +32,22 @@ def no_spend(_app: str) -> WindowSpend:
     return WindowSpend(0, 0.0, 0.0)
 
 
-def sample_point(key: str) -> float:
-    """A uniform point in [0, 1) fixed by ``key``: the same key is always in or out."""
-    digest = hashlib.sha256(key.encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
 def sampled_in(policy: ShadowPolicy, event: pb.Traffic) -> bool:
+    """Whether ``event`` is in the policy's sample, on the key the recorder sampled on.
+
+    An event with neither a request id nor a case id never gets here (the codec
+    dead-letters an event without a case id); such a one is sampled out.
+    """
     if policy.sample_rate >= 1.0:
         return True
-    if policy.sample_by == "user" and event.profile.user_id:
-        key = f"{event.meta.app}/user/{event.profile.user_id}"
-    else:
-        key = f"{event.meta.app}/request/{event.request_id or event.meta.case_id}"
-    return sample_point(key) < policy.sample_rate
+    key = sample_key(
+        event.meta.app,
+        event.profile.user_id,
+        event.request_id,
+        event.meta.case_id,
+        by=policy.sample_by,
+    )
+    return key is not None and kept(key, policy.sample_rate)
 
 
 class ShadowGate:

@@ -23,7 +23,7 @@ from reag.judging.identity import JudgeIdentity
 from reag.judging.prompt import RESPONSE_TAG
 from reag.llm.base import Message as LLMMessage
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
 from services.judge.handlers import JudgeDeps, build_router
 from services.judge.main import load_thresholds

@@ -42,7 +42,7 @@ from reag.ledger.store import LedgerStore
 from reag.llm.accounting import Caller
 from reag.llm.base import InvalidRequestError, Message, RateLimitedError
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retriever, RetrieverConfig

@@ -27,7 +27,7 @@ from reag.corpus.store import CorpusStore
 from reag.ids import case_id_for
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
 from shell.cli.elicit import register
 from shell.sampleapp.server import create_sample_app

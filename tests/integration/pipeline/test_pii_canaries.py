@@ -50,7 +50,7 @@ from reag.judging.prompt import RESPONSE_TAG
 from reag.ledger.store import LedgerStore
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retriever, RetrieverConfig

@@ -20,7 +20,7 @@ from reag.elicitation.directory import PersonaDirectory
 from reag.ids import criterion_id_for, oracle_id_for
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retriever, RetrieverConfig

@@ -34,7 +34,7 @@ from reag.ledger.store import LedgerStore
 from reag.llm.accounting import Caller
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.llm.tracing import TRACER_NAME
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner

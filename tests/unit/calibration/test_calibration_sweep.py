@@ -13,8 +13,8 @@ from numpy.typing import NDArray
 from reag.calibration import ABSTAIN, CalibrationError, ScoreTable, calibrate_table, route_table
 from reag.calibration.cost import honest_cost
 from reag.calibration.errors import InvalidRangeError
-from reag.calibration.report import markdown, write_sweep
 from reag.calibration.sweep import SweepResult, parse_alphas, parse_tier_costs, run_sweep
+from reag.calibration.sweep_output import markdown, write_sweep
 
 Draw = Callable[
     [np.random.Generator, int], tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64]]

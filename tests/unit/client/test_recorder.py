@@ -7,7 +7,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from prometheus_client import REGISTRY
@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 from reag.client import Recorder
 from reag.ids import case_id_for
 from reag.traffic import shadow
-from reag.traffic.live import LiveExchange, sample_key, sample_point
+from reag.traffic.live import LiveExchange
 from reag.traffic.policy import ShadowPolicy
 from reag.traffic.redaction import RedactionPolicy
 from reag.v1 import events_pb2 as pb
@@ -160,14 +160,33 @@ def test_the_app_redaction_policy_is_the_one_applied(fake: FakeProducer) -> None
     assert dict(event.profile.attributes) == {"diet": "x"}
 
 
-def test_sampling_is_deterministic_by_user_and_matches_the_shadow_gate() -> None:
-    for key in ("a/user/1", "nutrition/request/r-9", ""):
-        assert sample_point(key) == shadow.sample_point(key)
-    event = pb.Traffic(request_id="r-1")
-    event.meta.app, event.profile.user_id = "nutrition", "u-1"
-    assert sample_key("nutrition", "u-1", "r-1") == "nutrition/user/u-1"
-    kept_by_gate = shadow.sampled_in(ShadowPolicy(sample_rate=0.5), event)
-    assert (sample_point("nutrition/user/u-1") < 0.5) == kept_by_gate
+@pytest.mark.parametrize("by", ["user", "request"])
+def test_the_recorder_and_the_shadow_gate_keep_the_same_cases(
+    by: Literal["user", "request"],
+) -> None:
+    """The two sampling paths agree: the recorder decides before the event exists, the
+    elicitor's gate on the redacted event it sent, and for every case, at every rate,
+    both keep it or both drop it (users with PII in their id are pseudonymised first)."""
+    users = [f"u{i % 30}" for i in range(90)] + [""] * 30 + [f"p{i}@example.com" for i in range(30)]
+    cases = [(user, f"r-{i}") for i, user in enumerate(users)]
+    everything = FakeProducer()
+    with Recorder(app="nutrition", producer_factory=lambda: everything, sample_by=by) as rec:
+        assert all(rec.record(query="q", response="r", user_id=u, request_id=r) for u, r in cases)
+        assert rec.flush(5)
+    events = everything.events()
+    assert len(events) == len(cases)
+    for rate in (0.2, 0.5, 0.8):
+        with Recorder(
+            app="nutrition", producer_factory=FakeProducer, sample_rate=rate, sample_by=by
+        ) as rec:
+            by_recorder = [
+                rec.record(query="q", response="r", user_id=u, request_id=r) for u, r in cases
+            ]
+            assert rec.flush(5)
+        policy = ShadowPolicy(sample_rate=rate, sample_by=by)
+        by_gate = [shadow.sampled_in(policy, event) for event in events]
+        assert by_recorder == by_gate
+        assert 0 < sum(by_gate) < len(cases)
 
 
 def test_a_user_is_in_or_out_for_good(fake: FakeProducer) -> None:

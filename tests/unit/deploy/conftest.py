@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from services.judge.handlers import JudgeDeps, build_router
 from services.judge.settings import JudgeSettings
 from services.kit.topology import JUDGE_TIER

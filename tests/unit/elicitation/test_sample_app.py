@@ -14,7 +14,7 @@ from reag.apps import OpenAITarget
 from reag.elicitation.targets import OpenAICompatibleTarget, TargetError, TargetRequest
 from reag.llm.base import InvalidRequestError, Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
 from shell.sampleapp.server import create_sample_app
 

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from reag.client import Recorder
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
 from shell.sampleapp.server import create_sample_app
 

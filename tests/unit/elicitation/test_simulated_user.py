@@ -23,7 +23,7 @@ from reag.elicitation.targets import TargetError, TargetReply, TargetRequest
 from reag.ids import case_id_for
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
 
 CATEGORIES = [

@@ -9,7 +9,7 @@ import pytest
 from reag.judging.exemplars import LabelledExample
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
 
 PERSONAS = ("t2d", "ckd", "celiac", "pregnant", "athlete")

@@ -27,7 +27,7 @@ from reag.judging.prompt import Condition
 from reag.labelled.files import read_labelled
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 
 ROOT = Path(__file__).resolve().parents[3]
 BENCH = ROOT / "bench" / "injection.py"

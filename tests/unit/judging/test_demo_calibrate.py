@@ -21,7 +21,7 @@ from reag.labelled.clients import build_judges
 from reag.labelled.files import read_labelled
 from reag.labelled.snapshot import snapshot_line, snapshot_name
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
 from shell import demo
 

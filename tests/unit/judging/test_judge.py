@@ -12,8 +12,8 @@ from reag.judging.exemplars import draw_annotator_sets
 from reag.judging.judge import JudgeConfig, TierJudge, aggregate
 from reag.llm.base import LabelProbs, Message, Usage
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
 from reag.llm.prices import ModelPrice, PriceTable
+from reag.llm.scripted import FakeProvider
 
 from .conftest import client_with, make_pool, make_request
 

@@ -17,7 +17,7 @@ from reag.judging.identity import JudgeIdentity
 from reag.labelled.files import read_labelled
 from reag.llm.base import Message
 from reag.llm.client import Caller, LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
 from shell.cli.judge import register
 

@@ -14,8 +14,8 @@ from reag.labelled.files import LabelledFileError, read_labelled
 from reag.labelled.fitting import FitSpec
 from reag.labelled.scoring import score_labelled_file, score_labelled_set
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
 from reag.llm.prices import ModelPrice, PriceTable
+from reag.llm.scripted import FakeProvider
 from shell.kafka_io.labels import calibrate_from_labels
 
 from .labelled_data import marker_script, write_labelled

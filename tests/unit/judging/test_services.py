@@ -12,7 +12,7 @@ from prometheus_client import REGISTRY
 from reag.calibration.store import CalibrationStore
 from reag.judging.identity import JudgeIdentity
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
 from services.calibrator.handlers import CalibratorDeps
 from services.calibrator.handlers import build_router as build_calibrator

@@ -17,7 +17,7 @@ from reag.labelled.files import read_labelled
 from reag.labelled.fitting import FitSpec
 from reag.labelled.snapshot import import_snapshot, snapshot_line, snapshot_name
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 
 from .labelled_data import marker_script, write_labelled
 

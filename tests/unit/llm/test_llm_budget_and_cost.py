@@ -8,8 +8,8 @@ from prometheus_client import REGISTRY
 from reag.llm.accounting import Caller, CostLedger
 from reag.llm.base import BudgetExceededError, Message, Usage
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
 from reag.llm.prices import PriceTable
+from reag.llm.scripted import FakeProvider
 from reag.llm.settings import LLMSettings
 
 PRICED = "openai:gpt-4.1-mini"

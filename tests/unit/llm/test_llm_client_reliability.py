@@ -20,8 +20,8 @@ from reag.llm.base import (
     Usage,
 )
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
 from reag.llm.reliability import ConcurrencyLimiter
+from reag.llm.scripted import FakeProvider
 from reag.llm.settings import LLMSettings
 
 HELLO = [Message("user", "hello")]

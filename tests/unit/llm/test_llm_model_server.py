@@ -15,8 +15,8 @@ from reag.llm.base import (
     RateLimitedError,
     TransientLLMError,
 )
-from reag.llm.fake import FakeProvider
 from reag.llm.remote import ModelServerProvider
+from reag.llm.scripted import FakeProvider
 from reag.llm.server import create_app
 
 

@@ -10,9 +10,9 @@ import pytest
 from reag.llm.accounting import CostLedger
 from reag.llm.base import LabelParseError, Message, Usage
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
 from reag.llm.prices import PriceTable
 from reag.llm.sampling import SAMPLING_TEMPERATURE, label_probs_by_sampling, match_label
+from reag.llm.scripted import FakeProvider
 from reag.llm.settings import LLMSettings
 
 

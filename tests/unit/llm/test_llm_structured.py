@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from reag.llm.accounting import CostLedger
 from reag.llm.base import Message, StructuredOutputError
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.llm.settings import LLMSettings
 
 

@@ -14,7 +14,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from reag.llm.accounting import Caller, CostLedger
 from reag.llm.base import InvalidRequestError, Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.llm.settings import LLMSettings
 from reag.llm.tracing import TRACER_NAME, WITHHELD, withhold_profiles
 from reag.untrusted import fence

@@ -11,7 +11,7 @@ import pytest
 from reag.ids import criterion_id_for, oracle_id_for
 from reag.llm.base import Message, StructuredOutputError
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.oracle.prompt import PromptLimits, build_messages, used_documents
 from reag.oracle.schema import MAX_CRITERIA, MAX_CRITERION_CHARS
 from reag.oracle.writer import OracleInvalidError, OracleWriter, judge_requests, oracle_event

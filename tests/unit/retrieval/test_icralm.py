@@ -5,7 +5,7 @@ from pathlib import Path
 
 from reag.corpus.model import Document
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.retrieval import (
     IcralmKernel,
     Retriever,

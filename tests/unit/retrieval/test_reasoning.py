@@ -10,7 +10,7 @@ import pytest
 from reag.corpus.model import Document
 from reag.llm.base import Message, StructuredOutputError
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.retrieval import RankedDocument, Retrieval, SelfReasoner, make_intention
 from reag.v1 import events_pb2 as pb
 

@@ -13,8 +13,8 @@ import pytest
 from reag.corpus.model import Document
 from reag.llm.base import LabelProbs, Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
 from reag.llm.prices import ModelPrice, PriceTable
+from reag.llm.scripted import FakeProvider
 from reag.retrieval import (
     LlmReranker,
     Retriever,

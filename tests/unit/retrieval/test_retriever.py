@@ -8,7 +8,7 @@ import pytest
 
 from reag.corpus.model import Document
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.retrieval import (
     Bm25Kernel,
     EmbeddingKernel,

@@ -12,7 +12,7 @@ from faststream.kafka import KafkaBroker, KafkaMessage, TestKafkaBroker
 
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.oracle.writer import OracleWriter
 from reag.v1 import events_pb2 as pb
 from services.kit.faults import LLM_OUTPUT_EXCERPT_CHARS

@@ -31,7 +31,7 @@ from opentelemetry import trace
 from reag.llm.accounting import Caller
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from services.kit.telemetry import configure_tracing
 
 provider = configure_tracing("oracle", sys.argv[1])

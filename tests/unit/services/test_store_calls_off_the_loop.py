@@ -19,7 +19,7 @@ from faststream.kafka import KafkaBroker, KafkaRouter, TestKafkaBroker
 from reag.corpus.model import Document
 from reag.elicitation.directory import PersonaDirectory
 from reag.llm.client import LLMClient
-from reag.llm.fake import FakeProvider
+from reag.llm.scripted import FakeProvider
 from reag.retrieval.icralm import IcralmKernel
 from reag.retrieval.retriever import Retriever, RetrieverConfig
 from reag.retrieval.score_cache import CachedScore, ScoreCache

@@ -11,7 +11,8 @@ import pytest
 from reag.llm.accounting import AppSpend, Caller, CostLedger, charged_to
 from reag.llm.base import Usage
 from reag.traffic.policy import PolicyDirectory, PolicyStore, ShadowPolicy, TrafficPolicy
-from reag.traffic.shadow import ShadowGate, sample_point, sampled_in
+from reag.traffic.sampling import sample_point
+from reag.traffic.shadow import ShadowGate, sampled_in
 from reag.traffic.spend import SpendStore, WindowSpend
 from reag.v1 import events_pb2 as pb
 

@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY
 
 from reag.calibration.scores import Label
 from reag.calibration.store import CalibrationItem, CalibrationStore, StoredScore
-from reag.trust.report import app_report
+from reag.trust.from_store import app_report
 from reag.trust.store import AuditStore, audit_from_review
 from reag.trust.telemetry import observe_report
 from reag.v1 import events_pb2 as pb
