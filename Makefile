@@ -21,10 +21,13 @@ demo: install ## run reag end to end on the embedded broker and the local model
 system-packages: ## the Debian packages the tests use (WordNet, Chromium and its driver, Prometheus), once
 	@scripts/system-packages.sh
 
-test: install system-packages ## run every test (starts its own broker; needs PostgreSQL on 127.0.0.1:5432)
+postgres: ## make sure PostgreSQL answers on 127.0.0.1:5432 (starts the machine's cluster when down)
+	@scripts/postgres.sh
+
+test: install system-packages postgres ## run every test (starts its own broker, and PostgreSQL when it is down)
 	$(PY) -m pytest
 
-test-fast: install system-packages ## run the tests that need neither the broker nor the model
+test-fast: install system-packages postgres ## run the tests that need neither the broker nor the model
 	$(PY) -m pytest -m "not kafka and not llm and not slow"
 
 lint: install ## ruff and mypy
@@ -64,5 +67,5 @@ lock: ## recompile the images' hash-pinned lock files (requirements/*.lock)
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .reag
 
-.PHONY: help install system-packages proto demo test test-fast lint bench bench-retrieval chaos fuzz up down status tiers lock clean
+.PHONY: help install system-packages postgres proto demo test test-fast lint bench bench-retrieval chaos fuzz up down status tiers lock clean
 
