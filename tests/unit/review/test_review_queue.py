@@ -52,7 +52,7 @@ def abstain(
 ) -> pb.Abstain:
     ev = Events(case_id=f"{app}-{case}", app=app)
     item = ev.abstain(index)
-    item.audit = audit
+    item.audit = item.request.audit = audit  # as the cascade sets both
     item.reason = reason
     item.request.persona.category_id = persona
     return item
