@@ -56,9 +56,7 @@ def review(
     port: Annotated[int, typer.Option("--port", help="Port of --web.")] = 8765,
     host: Annotated[
         str,
-        typer.Option(
-            "--host", help="Address of --web; beyond 127.0.0.1 only with --tokens-file."
-        ),
+        typer.Option("--host", help="Address of --web; beyond 127.0.0.1 only with --tokens-file."),
     ] = "127.0.0.1",
     tokens_file: Annotated[
         Path | None,
@@ -155,7 +153,7 @@ def _serve_web(
 ) -> None:
     from services.kit.settings import ServiceSettings
     from shell.kafka_io.review import ReviewBrokerError
-    from shell.review_web.auth import TokenFileError, UnsafeBind
+    from shell.review_web.auth import TokenFileError, UnsafeBindError
     from shell.review_web.serve import WebOptions, make_auth, run_web
 
     options = WebOptions(
@@ -170,7 +168,7 @@ def _serve_web(
     )
     try:
         make_auth(options)  # fails before anything opens: no tokens beyond localhost
-    except (TokenFileError, UnsafeBind) as exc:
+    except (TokenFileError, UnsafeBindError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     scheme = "https" if tls_certfile else "http"

@@ -36,7 +36,7 @@ from reag.review.pages import (
     render_stats,
 )
 from reag.review.policy import VOTES, Vote
-from reag.review.queue import AlreadyLabelled, Filters, NotHeld, ReviewQueue
+from reag.review.queue import AlreadyLabelledError, Filters, NotHeldError, ReviewQueue
 from reag.review.session import ReviewSink
 from shell.review_web.auth import COOKIE, Auth
 
@@ -76,8 +76,9 @@ class WebReview:
 
 
 def _page(html: str, nonce: str, status: int = 200) -> Response:
-    return Response(html, status_code=status, media_type="text/html; charset=utf-8",
-                    headers=_headers(nonce))
+    return Response(
+        html, status_code=status, media_type="text/html; charset=utf-8", headers=_headers(nonce)
+    )
 
 
 def _headers(nonce: str) -> dict[str, str]:
@@ -108,85 +109,88 @@ async def _form(request: Request) -> dict[str, list[str]]:
 Handler = Callable[[Request, str], Awaitable[Response]]
 
 
-def build_app(web: WebReview) -> Starlette:
-    auth = web.auth
+class _Routes:
+    """The pages' handlers, over one ``WebReview``."""
 
-    def who(request: Request) -> str | None:
-        if auth.open:
-            return auth.local_reviewer
+    def __init__(self, web: WebReview) -> None:
+        self.web, self.auth = web, web.auth
+
+    def who(self, request: Request) -> str | None:
+        if self.auth.open:
+            return self.auth.local_reviewer
         header = request.headers.get("authorization", "")
         if header.lower().startswith("bearer "):
-            return auth.reviewer_for_token(header[7:].strip())
-        return auth.reviewer_for_cookie(request.cookies.get(COOKIE))
+            return self.auth.reviewer_for_token(header[7:].strip())
+        return self.auth.reviewer_for_cookie(request.cookies.get(COOKIE))
 
-    def signed_in(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    def signed_in(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            reviewer = who(request)
+            reviewer = self.who(request)
             if reviewer is None:
                 return RedirectResponse("/login", status_code=303)
             return await handler(request, reviewer)
 
         return endpoint
 
-    async def login_page(request: Request) -> Response:
+    async def login_page(self, request: Request) -> Response:
         nonce = secrets.token_urlsafe(16)
         return _page(_LOGIN.format(nonce=nonce, message="Sign in with your reviewer token."), nonce)
 
-    async def login(request: Request) -> Response:
+    async def login(self, request: Request) -> Response:
         token = (await _form(request)).get("token", [""])[0]
-        reviewer = auth.reviewer_for_token(token) if token else None
+        reviewer = self.auth.reviewer_for_token(token) if token else None
         if reviewer is None:
             nonce = secrets.token_urlsafe(16)
             return _page(_LOGIN.format(nonce=nonce, message="Unknown token."), nonce, 403)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(
             COOKIE,
-            auth.cookie_for(reviewer),
+            self.auth.cookie_for(reviewer),
             httponly=True,
             samesite="strict",
-            secure=web.secure_cookie,
+            secure=self.web.secure_cookie,
         )
         return response
 
-    def reveal_for(request: Request, reviewer: str) -> Reveal | None:
+    def reveal_for(self, request: Request, reviewer: str) -> Reveal | None:
         """The judges of the item named by ``?done=``, if and only if this reviewer labelled it."""
         done = request.query_params.get("done", "")
         if not done.isdigit():
             return None
-        vote = web.queue.labelled_by(int(done), reviewer)
-        item = web.queue.item(int(done))
+        vote = self.web.queue.labelled_by(int(done), reviewer)
+        item = self.web.queue.item(int(done))
         if vote is None or item is None:
             return None
-        state = web.queue.resolved_label(int(done))
+        state = self.web.queue.resolved_label(int(done))
         return judges_view(item.abstain, vote, state)
 
-    async def queue_page(request: Request, reviewer: str) -> Response:
+    async def queue_page(self, request: Request, reviewer: str) -> Response:
         nonce = secrets.token_urlsafe(16)
         filters = _filters(request)
         rows = [
-            AppRow(app, web.queue.has_threshold(app), audits, abstentions, resolved)
-            for app, audits, abstentions, resolved in web.queue.counts()
+            AppRow(app, self.web.queue.has_threshold(app), audits, abstentions, resolved)
+            for app, audits, abstentions, resolved in self.web.queue.counts()
         ]
         waiting = [
             w
-            for w in web.queue.waiting(reviewer, filters, WAITING_LIMIT)
-            if w.key not in web.skipped.get(reviewer, set())
+            for w in self.web.queue.waiting(reviewer, filters, WAITING_LIMIT)
+            if w.key not in self.web.skipped.get(reviewer, set())
         ]
         html = render_queue(
             reviewer=reviewer,
             nonce=nonce,
             filters=filters,
-            facets=web.queue.facets(),
+            facets=self.web.queue.facets(),
             apps=rows,
             waiting=waiting,
             limit=WAITING_LIMIT,
-            per_item=web.queue.per_item,
+            per_item=self.web.queue.per_item,
         )
         return _page(html, nonce)
 
-    async def next_item(request: Request, reviewer: str) -> Response:
+    async def next_item(self, request: Request, reviewer: str) -> Response:
         filters = _filters(request)
-        item = web.queue.take(reviewer, filters, exclude=web.skipped.get(reviewer, set()))
+        item = self.web.queue.take(reviewer, filters, exclude=self.web.skipped.get(reviewer, set()))
         done = request.query_params.get("done", "")
         query = filter_query(filters)
         if done.isdigit():
@@ -198,14 +202,14 @@ def build_app(web: WebReview) -> Starlette:
                 "No item under these filters is waiting for your label.",
                 reviewer=reviewer,
                 nonce=nonce,
-                reveal=reveal_for(request, reviewer),
+                reveal=self.reveal_for(request, reviewer),
             )
             return _page(html, nonce)
         return RedirectResponse(f"/item/{item.key}{query}", status_code=303)
 
-    async def item_page(request: Request, reviewer: str) -> Response:
+    async def item_page(self, request: Request, reviewer: str) -> Response:
         key = int(request.path_params["key"])
-        item = web.queue.held(key, reviewer)
+        item = self.web.queue.held(key, reviewer)
         if item is None:
             return RedirectResponse("/next" + filter_query(_filters(request)), status_code=303)
         nonce = secrets.token_urlsafe(16)
@@ -213,16 +217,16 @@ def build_app(web: WebReview) -> Starlette:
             item,
             reviewer=reviewer,
             nonce=nonce,
-            csrf=auth.csrf_for(reviewer),
+            csrf=self.auth.csrf_for(reviewer),
             filters=_filters(request),
-            reveal=reveal_for(request, reviewer),
+            reveal=self.reveal_for(request, reviewer),
         )
         return _page(html, nonce)
 
-    async def label(request: Request, reviewer: str) -> Response:
+    async def label(self, request: Request, reviewer: str) -> Response:
         key = int(request.path_params["key"])
         form = await _form(request)
-        if not auth.csrf_ok(reviewer, form.get("csrf", [""])[0]):
+        if not self.auth.csrf_ok(reviewer, form.get("csrf", [""])[0]):
             return PlainTextResponse("bad or missing CSRF token", status_code=403)
         votes = [v for v in form.get("vote", []) if v]
         vote = votes[0] if votes else ""
@@ -231,30 +235,28 @@ def build_app(web: WebReview) -> Starlette:
         note = form.get("note", [""])[0][:4000]
         query = filter_query(_filters(request))
         if vote == "SKIP":
-            web.queue.release(key, reviewer)
-            web.skipped.setdefault(reviewer, set()).add(key)
+            self.web.queue.release(key, reviewer)
+            self.web.skipped.setdefault(reviewer, set()).add(key)
             return RedirectResponse(f"/next{query}", status_code=303)
-        checked: Vote = vote  # type: ignore[assignment]
+        checked: Vote = vote
         try:
-            outcome = web.queue.record(key, reviewer, checked, note)
-        except (NotHeld, AlreadyLabelled) as exc:
+            outcome = self.web.queue.record(key, reviewer, checked, note)
+        except (NotHeldError, AlreadyLabelledError) as exc:
             return PlainTextResponse(f"not recorded: {exc}", status_code=409)
         if outcome.review is not None:
-            await web.publish_resolved(key, outcome.review)
+            await self.web.publish_resolved(key, outcome.review)
         joiner = "&" if query else "?"
         return RedirectResponse(f"/next{query}{joiner}done={key}", status_code=303)
 
-    async def stats(request: Request, reviewer: str) -> Response:
+    async def stats(self, request: Request, reviewer: str) -> Response:
         nonce = secrets.token_urlsafe(16)
-        html = render_stats(
-            reviewer=reviewer, nonce=nonce, apps=agreement(web.queue.labels())
-        )
+        html = render_stats(reviewer=reviewer, nonce=nonce, apps=agreement(self.web.queue.labels()))
         return _page(html, nonce)
 
-    def export(kind: str) -> Handler:
+    def export(self, kind: str) -> Handler:
         async def handler(request: Request, reviewer: str) -> Response:
             app = request.query_params.get("app") or None
-            records = web.queue.labels(app)
+            records = self.web.queue.labels(app)
             body, media = (
                 (to_jsonl(records), "application/x-ndjson")
                 if kind == "jsonl"
@@ -266,19 +268,22 @@ def build_app(web: WebReview) -> Starlette:
 
         return handler
 
-    async def healthz(request: Request) -> Response:
+    async def healthz(self, request: Request) -> Response:
         return PlainTextResponse("ok")
 
+
+def build_app(web: WebReview) -> Starlette:
+    r = _Routes(web)
     routes = [
-        Route("/", signed_in(queue_page)),
-        Route("/next", signed_in(next_item)),
-        Route("/item/{key:int}", signed_in(item_page), methods=["GET"]),
-        Route("/item/{key:int}", signed_in(label), methods=["POST"]),
-        Route("/stats", signed_in(stats)),
-        Route("/export.jsonl", signed_in(export("jsonl"))),
-        Route("/export.csv", signed_in(export("csv"))),
-        Route("/login", login_page, methods=["GET"]),
-        Route("/login", login, methods=["POST"]),
-        Route("/healthz", healthz),
+        Route("/", r.signed_in(r.queue_page)),
+        Route("/next", r.signed_in(r.next_item)),
+        Route("/item/{key:int}", r.signed_in(r.item_page), methods=["GET"]),
+        Route("/item/{key:int}", r.signed_in(r.label), methods=["POST"]),
+        Route("/stats", r.signed_in(r.stats)),
+        Route("/export.jsonl", r.signed_in(r.export("jsonl"))),
+        Route("/export.csv", r.signed_in(r.export("csv"))),
+        Route("/login", r.login_page, methods=["GET"]),
+        Route("/login", r.login, methods=["POST"]),
+        Route("/healthz", r.healthz),
     ]
     return Starlette(routes=routes)

@@ -24,7 +24,7 @@ class TokenFileError(ValueError):
     """A tokens file that cannot be used; the message names the file and line, never a token."""
 
 
-class UnsafeBind(ValueError):
+class UnsafeBindError(ValueError):
     """Asked to listen beyond localhost with no reviewer tokens."""
 
 
@@ -61,9 +61,9 @@ def is_loopback(host: str) -> bool:
 
 
 def check_bind(host: str, tokens: dict[str, str]) -> None:
-    """Raise ``UnsafeBind`` unless ``host`` is loopback or reviewers have tokens."""
+    """Raise ``UnsafeBindError`` unless ``host`` is loopback or reviewers have tokens."""
     if not tokens and not is_loopback(host):
-        raise UnsafeBind(
+        raise UnsafeBindError(
             f"refusing to listen on {host} without reviewer tokens: give --tokens-file "
             "(or REAG_REVIEW_TOKENS_FILE), or bind to 127.0.0.1"
         )

@@ -21,6 +21,7 @@ from types import TracebackType
 from sqlalchemy.orm import Session, sessionmaker
 
 from reag.calibration.store import CalibrationStore
+from reag.review.policy import Vote
 from reag.review.queue import ReviewQueue
 from reag.review.session import SourceItem, decode_abstain
 from reag.storage import open_store
@@ -131,7 +132,7 @@ class StoreReviewIO:
         key = self._pending
         if key is None:
             raise RuntimeError("a label for no item handed out")
-        vote = "YES" if review.label == pb.LABEL_YES else "NO"
+        vote: Vote = "YES" if review.label == pb.LABEL_YES else "NO"
         outcome = await asyncio.to_thread(
             self._queue.record, key, self._reviewer, vote, review.comment
         )

@@ -98,9 +98,7 @@ def blind_view(abstain: pb.Abstain) -> BlindItem:
         evidence=tuple(
             Evidence(clean(e.doc_id), clean(e.sentence), clean(e.why)) for e in request.evidence
         ),
-        position=(
-            f"{criterion.index + 1} of {request.n_criteria}" if request.n_criteria else ""
-        ),
+        position=(f"{criterion.index + 1} of {request.n_criteria}" if request.n_criteria else ""),
     )
 
 

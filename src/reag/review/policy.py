@@ -71,9 +71,11 @@ def reason_kind(abstain: pb.Abstain) -> str:
     if match:
         return match.group(1)
     if reason.startswith("no tier was confident enough"):
-        return "no_threshold" if "no calibrated threshold" in reason and (
-            "confidence" not in reason
-        ) else "not_confident"
+        return (
+            "no_threshold"
+            if "no calibrated threshold" in reason and ("confidence" not in reason)
+            else "not_confident"
+        )
     return "other" if reason else "unspecified"
 
 

@@ -38,7 +38,15 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
-from reag.review.policy import DECISIVE, VOTES, Vote, as_label, closed_unresolved, reason_kind, resolve
+from reag.review.policy import (
+    DECISIVE,
+    VOTES,
+    Vote,
+    as_label,
+    closed_unresolved,
+    reason_kind,
+    resolve,
+)
 from reag.review.session import build_review
 from reag.storage import Base
 from reag.v1 import events_pb2 as pb
@@ -127,11 +135,11 @@ class Outcome:
     review: pb.Review | None
 
 
-class AlreadyLabelled(ValueError):
+class AlreadyLabelledError(ValueError):
     """This reviewer has already labelled (or skipped) this item."""
 
 
-class NotHeld(ValueError):
+class NotHeldError(ValueError):
     """The item is not leased to this reviewer (taken elsewhere, lease run out, or closed)."""
 
 
@@ -239,9 +247,7 @@ class ReviewQueue:
             query = query.where(ReviewItemRow.id.not_in(list(exclude)))
         # An item this reviewer already holds comes back first (a reload keeps the page).
         held = case((ReviewItemRow.lease_by == reviewer, 0), else_=1)
-        return list(
-            session.scalars(query.order_by(held, rank, ReviewItemRow.id).limit(20)).all()
-        )
+        return list(session.scalars(query.order_by(held, rank, ReviewItemRow.id).limit(20)).all())
 
     def take(
         self, reviewer: str, filters: Filters = Filters(), *, exclude: Collection[int] = ()
@@ -291,7 +297,7 @@ class ReviewQueue:
     # --- labels -------------------------------------------------------------------------
     def record(self, key: int, reviewer: str, vote: Vote, note: str = "") -> Outcome:
         """Store ``reviewer``'s YES, NO or CANNOT_TELL on a held item; resolve the item when
-        the votes settle it. Raises ``NotHeld`` unless ``reviewer`` holds the item's lease."""
+        the votes settle it. Raises ``NotHeldError`` unless ``reviewer`` holds the item's lease."""
         if vote not in VOTES or vote == "SKIP":
             raise ValueError(f"not a label: {vote!r} (a skip is a release)")
         now = self._now()
@@ -305,13 +311,13 @@ class ReviewQueue:
                 or until is None
                 or until < now
             ):
-                raise NotHeld(f"item {key} is not held by {reviewer}")
+                raise NotHeldError(f"item {key} is not held by {reviewer}")
             if session.scalars(
                 select(ReviewLabelRow.id).where(
                     ReviewLabelRow.item_id == key, ReviewLabelRow.reviewer == reviewer
                 )
             ).first():
-                raise AlreadyLabelled(f"{reviewer} already labelled item {key}")
+                raise AlreadyLabelledError(f"{reviewer} already labelled item {key}")
             session.add(
                 ReviewLabelRow(
                     item_id=key, reviewer=reviewer, vote=vote, note=note, labelled_at=now
@@ -343,12 +349,11 @@ class ReviewQueue:
     def labelled_by(self, key: int, reviewer: str) -> Vote | None:
         """``reviewer``'s vote on the item, None if none (the blind rule's test)."""
         with self._sessions() as session:
-            vote = session.scalars(
+            return session.scalars(  # type: ignore[return-value]
                 select(ReviewLabelRow.vote).where(
                     ReviewLabelRow.item_id == key, ReviewLabelRow.reviewer == reviewer
                 )
             ).first()
-        return vote  # type: ignore[return-value]
 
     def item(self, key: int) -> QueueItem | None:
         with self._sessions() as session:
@@ -424,9 +429,9 @@ class ReviewQueue:
             "reason": sorted({r[2] for r in rows}),
         }
 
-    def waiting(self, reviewer: str, filters: Filters = Filters(), limit: int = 50) -> list[
-        QueueItem
-    ]:
+    def waiting(
+        self, reviewer: str, filters: Filters = Filters(), limit: int = 50
+    ) -> list[QueueItem]:
         """The items ``reviewer`` would be offered, in order, without taking any."""
         with self._sessions() as session:
             keys = self._candidates(session, reviewer, filters)[:limit]

@@ -36,7 +36,7 @@ class Fetched:
 
 @dataclass(slots=True)
 class Browser:
-    proc: subprocess.Popen[bytes]
+    proc: asyncio.subprocess.Process
     ws: ClientConnection
     profile: str
     fetched: list[Fetched] = field(default_factory=list)
@@ -131,7 +131,7 @@ class Browser:
 
     async def screenshot(self, path: Path) -> None:
         shot = await self.send("Page.captureScreenshot", format="png", captureBeyondViewport=True)
-        path.write_bytes(base64.b64decode(shot["data"]))
+        await asyncio.to_thread(path.write_bytes, base64.b64decode(shot["data"]))
 
     async def __aenter__(self) -> Browser:
         return self
@@ -150,9 +150,10 @@ class Browser:
                 await self._reader
         self.proc.terminate()
         try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+            await asyncio.wait_for(self.proc.wait(), 10)
+        except TimeoutError:
             self.proc.kill()
+            await self.proc.wait()
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
@@ -166,24 +167,22 @@ async def launch(width: int = 1200, height: int = 900) -> Browser:
     if binary is None:
         raise RuntimeError("no chromium on PATH")
     profile = tempfile.mkdtemp(prefix="reag-cdp-")
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--no-default-browser-check",
-            "--disable-extensions",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--window-size={width},{height}",
-            "--remote-debugging-port=0",
-            f"--user-data-dir={profile}",
-            "about:blank",
-        ],
+    proc = await asyncio.create_subprocess_exec(
+        binary,
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-extensions",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--window-size={width},{height}",
+        "--remote-debugging-port=0",
+        f"--user-data-dir={profile}",
+        "about:blank",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -194,6 +193,7 @@ async def launch(width: int = 1200, height: int = 900) -> Browser:
         await asyncio.sleep(0.1)
     else:
         proc.kill()
+        await proc.wait()
         raise RuntimeError("chromium did not open its debugging port")
     port = int(active.read_text().splitlines()[0])
     async with httpx.AsyncClient() as client:

@@ -74,7 +74,7 @@ async def test_two_keyboard_labels_reach_the_reviews_topic_blind_and_xss_inert(
     settings = ServiceSettings(
         kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap),
         topic_suffix=suffix,
-        store_dsn=dsn,  # type: ignore[arg-type]
+        store_dsn=dsn,
     )
     await ensure_topics(settings.kafka, suffix)
     # nutrition has a threshold of its own; the new app "bank" has none.
@@ -119,7 +119,10 @@ async def test_two_keyboard_labels_reach_the_reviews_topic_blind_and_xss_inert(
             assert first == items["c"].request.criterion.criterion_id
             # The payloads are text on the page, never markup, and nothing ran.
             assert await browser.evaluate("window.__xss === undefined")
-            assert await browser.evaluate("document.querySelector('#response img, #request img')") is None
+            assert (
+                await browser.evaluate("document.querySelector('#response img, #request img')")
+                is None
+            )
             assert XSS in await browser.evaluate("document.getElementById('response').textContent")
             await browser.screenshot(shots / "review-item.png")
 
@@ -147,7 +150,8 @@ async def test_two_keyboard_labels_reach_the_reviews_topic_blind_and_xss_inert(
             }
             assert len(reviews) == 2
             by_id = {r.criterion_id: r for r in reviews}
-            assert by_id[first].item.audit and by_id[first].meta.app == "bank"
+            assert by_id[first].item.audit
+            assert by_id[first].meta.app == "bank"
 
             pages = [f for f in browser.fetched if "html" in f.mime]
             assert len(pages) >= 5, [f.url for f in browser.fetched]

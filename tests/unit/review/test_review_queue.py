@@ -1,4 +1,4 @@
-"""The shared review queue: order, filters, leases, double review, agreement, export, blind pages."""
+"""The shared review queue: order, filters, leases, double review, agreement, export, pages."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from reag.review.agreement import agreement, cohen_kappa
 from reag.review.export import to_csv, to_jsonl
 from reag.review.pages import blind_view, judges_view, render_item
 from reag.review.policy import reason_kind, resolve
-from reag.review.queue import Filters, NotHeld, ReviewQueue
+from reag.review.queue import Filters, NotHeldError, ReviewQueue
 from reag.storage import open_store
 from reag.v1 import events_pb2 as pb
 from tests.unit.ledger.conftest import Events
@@ -109,12 +109,13 @@ def test_an_item_leased_to_one_reviewer_is_not_offered_to_another_until_the_leas
     assert taken is not None
     assert queue.take("web-ben") is None
     assert queue.take("terminal-ann") == taken  # a reload gets the held item back
-    with pytest.raises(NotHeld):
+    with pytest.raises(NotHeldError):
         queue.record(taken.key, "web-ben", "YES")
     clock.now += timedelta(minutes=16)  # the lease ran out (a closed tab)
     again = queue.take("web-ben")
-    assert again is not None and again.key == taken.key
-    with pytest.raises(NotHeld):
+    assert again is not None
+    assert again.key == taken.key
+    with pytest.raises(NotHeldError):
         queue.record(taken.key, "terminal-ann", "YES")
 
 
@@ -124,7 +125,8 @@ def test_single_review_publishes_the_first_label_once(tmp_path: Path) -> None:
     item = queue.take("ann")
     assert item is not None
     outcome = queue.record(item.key, "ann", "NO", "too much sugar")
-    assert outcome.status == "resolved" and outcome.review is not None
+    assert outcome.status == "resolved"
+    assert outcome.review is not None
     review = outcome.review
     assert (review.criterion_id, review.label, review.reviewer, review.comment) == (
         "nutrition-a/c0",
@@ -148,17 +150,23 @@ def test_double_review_agreement_resolves_and_disagreement_goes_to_a_third(
 
     def label(reviewer: str, case_id: str, vote: str) -> pb.Review | None:
         item = queue.take(reviewer)
-        assert item is not None and item.abstain.meta.case_id == case_id
+        assert item is not None
+        assert item.abstain.meta.case_id == case_id
         return queue.record(item.key, reviewer, vote).review  # type: ignore[arg-type]
 
     assert label("ann", "nutrition-agree", "YES") is None  # one of two
     assert label("ann", "nutrition-split", "YES") is None
     agreed = label("ben", "nutrition-agree", "YES")
-    assert agreed is not None and agreed.reviewer == "ann+ben" and agreed.label == pb.LABEL_YES
+    assert agreed is not None
+    assert agreed.reviewer == "ann+ben"
+    assert agreed.label == pb.LABEL_YES
     assert label("ben", "nutrition-split", "NO") is None  # 1-1: not resolved
-    assert queue.take("ann") is None and queue.take("ben") is None  # both have labelled it
+    assert queue.take("ann") is None
+    assert queue.take("ben") is None
     third = label("cat", "nutrition-split", "NO")
-    assert third is not None and third.reviewer == "ben+cat" and third.label == pb.LABEL_NO
+    assert third is not None
+    assert third.reviewer == "ben+cat"
+    assert third.label == pb.LABEL_NO
     assert len(queue.unpublished()) == 2  # exactly one Review per item
 
 
@@ -189,7 +197,9 @@ def test_agreement_per_app_counts_reviewers_and_tiers(tmp_path: Path) -> None:
             assert item is not None
             queue.record(item.key, reviewer, vote)  # type: ignore[arg-type]
     (app,) = agreement(queue.labels())
-    assert app.app == "nutrition" and app.labels == 5 and app.items_resolved == 2
+    assert app.app == "nutrition"
+    assert app.labels == 5
+    assert app.items_resolved == 2
     assert app.pairs == [("YES", "YES"), ("NO", "YES")]
     # tiers said YES, NO, YES; a resolved YES (ann+ben), b resolved NO (ann+cat)
     assert app.tiers == {1: (1, 2), 2: (1, 2), 3: (1, 2)}
@@ -214,7 +224,7 @@ def test_export_has_every_label_with_its_note_and_defuses_spreadsheet_formulas(
     )
     assert row["resolved_label"] == "YES"
     (parsed,) = list(csv.DictReader(io.StringIO(to_csv(records))))
-    assert parsed["note"] == "'=HYPERLINK(\"http://x\")"
+    assert parsed["note"] == '\'=HYPERLINK("http://x")'
     assert parsed["criterion_id"] == "nutrition-a/c0"
 
 
@@ -230,10 +240,13 @@ def test_item_page_is_blind_and_escapes_untrusted_text(tmp_path: Path) -> None:
     html = render_item(item, reviewer="ann", nonce="n0nce", csrf="tok", filters=Filters())
     for leak in ("secret-tier-model", "0.814", "0.9", "audit", "confident", "model-2"):
         assert leak not in html, leak
-    assert "<script>alert" not in html and "<img src=x" not in html
+    assert "<script>alert" not in html
+    assert "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert 'name="csrf" value="tok"' in html
-    assert "The answer respects rule 0." in html and "Plans fit the diet." in html
+    assert "The answer respects rule 0." in html
+    assert "Plans fit the diet." in html
     assert blind_view(item.abstain).persona == "diabetic"
     shown = judges_view(item.abstain, "YES", "YES")
-    assert shown.attempts[0].model == "secret-tier-model" and shown.attempts[0].confidence == "0.814"
+    assert shown.attempts[0].model == "secret-tier-model"
+    assert shown.attempts[0].confidence == "0.814"

@@ -12,7 +12,7 @@ from reag.review.queue import ReviewQueue
 from reag.storage import open_store
 from reag.v1 import events_pb2 as pb
 from shell.review_web.app import WebReview, build_app
-from shell.review_web.auth import Auth, TokenFileError, UnsafeBind, check_bind, load_tokens
+from shell.review_web.auth import Auth, TokenFileError, UnsafeBindError, check_bind, load_tokens
 from tests.unit.ledger.conftest import Events
 
 ANN, BEN = "ann-token-0123456789abcdef", "ben-token-0123456789abcdef"
@@ -51,7 +51,7 @@ def test_tokens_file_and_bind_guard(tmp_path: Path) -> None:
     path.write_text("ann short\n")
     with pytest.raises(TokenFileError, match="under 16"):
         load_tokens(path)
-    with pytest.raises(UnsafeBind):
+    with pytest.raises(UnsafeBindError):
         check_bind("0.0.0.0", {})
     check_bind("127.0.0.1", {})
     check_bind("::1", {})
@@ -67,23 +67,26 @@ def test_pages_need_a_token_and_labels_need_the_csrf_token(tmp_path: Path) -> No
     page = client.get("/next")
     assert page.status_code == 200
     policy = page.headers["content-security-policy"]
-    assert "default-src 'none'" in policy and "form-action 'self'" in policy
+    assert "default-src 'none'" in policy
+    assert "form-action 'self'" in policy
     key = page.url.path.rsplit("/", 1)[1]
     forged = client.post(f"/item/{key}", data={"vote": "YES"}, follow_redirects=False)
-    assert forged.status_code == 403 and sink.reviews == []
+    assert forged.status_code == 403
+    assert sink.reviews == []
     other = TestClient(build_app(review))  # ben's token does not make ann's CSRF token valid
     other.post("/login", data={"token": BEN})
     assert (
-        other.post(f"/item/{key}", data={"vote": "YES", "csrf": csrf(page.text)}).status_code
-        == 403
+        other.post(f"/item/{key}", data={"vote": "YES", "csrf": csrf(page.text)}).status_code == 403
     )
     done = client.post(f"/item/{key}", data={"vote": "NO", "note": "n", "csrf": csrf(page.text)})
     assert done.status_code == 200
     assert [(r.reviewer, r.label, r.comment) for r in sink.reviews] == [("ann", pb.LABEL_NO, "n")]
     # The next item at once, with the labelled item's judges above it and none of its own.
     assert f"done={key}" in str(done.url)
-    assert "hidden-model-0" in done.text and "hidden-model-1" not in done.text
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in done.text and "<script>alert" not in done.text
+    assert "hidden-model-0" in done.text
+    assert "hidden-model-1" not in done.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in done.text
+    assert "<script>alert" not in done.text
 
 
 def test_the_judges_of_an_item_are_never_shown_to_a_reviewer_who_did_not_label_it(
@@ -105,7 +108,9 @@ def test_exports_are_attachments_of_every_label(tmp_path: Path) -> None:
     review, _ = web(tmp_path, {})
     client = TestClient(build_app(review))
     page = client.get("/next")
-    client.post(page.url.path, data={"vote": "CANNOT_TELL", "note": "no data", "csrf": csrf(page.text)})
+    client.post(
+        page.url.path, data={"vote": "CANNOT_TELL", "note": "no data", "csrf": csrf(page.text)}
+    )
     exported = client.get("/export.csv")
     assert exported.headers["content-disposition"].startswith("attachment")
     assert "CANNOT_TELL,no data" in exported.text
