@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import io
+import json
 import re
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
+from reag.review.labels import ScriptedLabeler
 from reag.review.queue import ReviewQueue
+from reag.review.session import SourceItem, review_loop
 from reag.storage import open_store
 from reag.v1 import events_pb2 as pb
 from shell.review_web.app import WebReview, build_app
 from shell.review_web.auth import Auth, TokenFileError, UnsafeBindError, check_bind, load_tokens
+from shell.review_web.io import StoreReviewIO, ingest_once
 from tests.unit.ledger.conftest import Events
 
 ANN, BEN = "ann-token-0123456789abcdef", "ben-token-0123456789abcdef"
@@ -116,3 +121,68 @@ def test_exports_are_attachments_of_every_label(tmp_path: Path) -> None:
     assert "CANNOT_TELL,no data" in exported.text
     assert '"label": "CANNOT_TELL"' in client.get("/export.jsonl").text
     assert "Agreement per app" in client.get("/stats").text
+
+
+class FakeKafka:
+    """Abstains to hand out, reviews published, offsets committed: KafkaReviewIO's surface."""
+
+    def __init__(self, abstains: list[pb.Abstain]) -> None:
+        self.values = [a.SerializeToString() for a in abstains]
+        self.committed = 0
+        self.published: list[pb.Review] = []
+
+    async def next(self, timeout_s: float) -> SourceItem | None:
+        if not self.values:
+            return None
+        return SourceItem(self.values.pop(0), "abstains[0]@x")
+
+    async def commit(self, item: SourceItem) -> None:
+        self.committed += 1
+
+    async def publish(self, review: pb.Review) -> None:
+        self.published.append(review)
+
+
+async def test_the_terminal_and_the_web_pages_share_one_queue(tmp_path: Path) -> None:
+    ev = Events(case_id="nutrition-shared", n=3)
+    kafka = FakeKafka([ev.abstain(i) for i in range(3)])
+    queue = ReviewQueue(open_store(f"sqlite:///{tmp_path / 'q.db'}"))
+    while await ingest_once(kafka, queue, 0.0):  # type: ignore[arg-type]
+        pass
+    assert kafka.committed == 3
+    held_on_web = queue.take("ben")  # a reviewer has the first item open in a browser
+    assert held_on_web is not None
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(
+        "".join(json.dumps({"criterion_id": ev.cid(i), "label": "YES"}) + "\n" for i in range(3))
+    )
+    output = io.StringIO()
+    async with StoreReviewIO(kafka, queue, "ann") as shared:  # type: ignore[arg-type]
+        stats = await review_loop(
+            shared,
+            shared,
+            ScriptedLabeler.from_file(labels),
+            output,
+            reviewer="ann",
+            idle_timeout_s=0.5,
+            poll_s=0.1,
+        )
+    # The terminal never saw the item the browser holds; it labelled the two others.
+    assert sorted(stats.labels) == [ev.cid(1), ev.cid(2)]
+    assert ev.cid(0) not in output.getvalue()
+    assert sorted(r.criterion_id for r in kafka.published) == [ev.cid(1), ev.cid(2)]
+    assert all(r.reviewer == "ann" and r.label == pb.LABEL_YES for r in kafka.published)
+    assert queue.unpublished() == []
+
+
+async def test_a_terminal_skip_gives_the_item_back_to_the_queue(tmp_path: Path) -> None:
+    ev = Events(case_id="nutrition-skip", n=1)
+    kafka = FakeKafka([ev.abstain(0)])
+    queue = ReviewQueue(open_store(f"sqlite:///{tmp_path / 'q.db'}"))
+    source = StoreReviewIO(kafka, queue, "ann")  # type: ignore[arg-type]
+    async with source:
+        first = await source.next(0.0)
+        assert first is not None
+        assert queue.take("ben") is None  # leased to the terminal
+        assert await source.next(0.0) is None  # skipped: not offered again this session
+    assert queue.take("ben") is not None  # and back for everybody else
