@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -271,6 +272,10 @@ class _Routes:
     async def healthz(self, request: Request) -> Response:
         return PlainTextResponse("ok")
 
+    async def metrics(self, request: Request) -> Response:
+        """The process's Prometheus metrics, as every reag pod serves them (no user data)."""
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
 
 def build_app(web: WebReview) -> Starlette:
     r = _Routes(web)
@@ -285,5 +290,6 @@ def build_app(web: WebReview) -> Starlette:
         Route("/login", r.login_page, methods=["GET"]),
         Route("/login", r.login, methods=["POST"]),
         Route("/healthz", r.healthz),
+        Route("/metrics", r.metrics),
     ]
     return Starlette(routes=routes)
