@@ -8,13 +8,16 @@ import re
 from pathlib import Path
 
 import pytest
+import typer
 from starlette.testclient import TestClient
+from typer.testing import CliRunner
 
 from reag.review.labels import ScriptedLabeler
 from reag.review.queue import ReviewQueue
 from reag.review.session import SourceItem, review_loop
 from reag.storage import open_store
 from reag.v1 import events_pb2 as pb
+from shell.cli import review as review_cli
 from shell.review_web.app import WebReview, build_app
 from shell.review_web.auth import Auth, TokenFileError, UnsafeBindError, check_bind, load_tokens
 from shell.review_web.io import StoreReviewIO, ingest_once
@@ -186,3 +189,12 @@ async def test_a_terminal_skip_gives_the_item_back_to_the_queue(tmp_path: Path) 
         assert queue.take("ben") is None  # leased to the terminal
         assert await source.next(0.0) is None  # skipped: not offered again this session
     assert queue.take("ben") is not None  # and back for everybody else
+
+
+def test_reag_review_web_refuses_to_bind_beyond_localhost_without_tokens() -> None:
+    cli = typer.Typer()
+    cli.callback()(lambda: None)
+    review_cli.register(cli)
+    out = CliRunner().invoke(cli, ["review", "--web", "--host", "0.0.0.0", "--port", "1"])
+    assert out.exit_code == 2
+    assert "refusing to listen on 0.0.0.0 without reviewer tokens" in out.output
