@@ -5,19 +5,22 @@ from __future__ import annotations
 import csv
 import io
 import json
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.orm import sessionmaker
 
 from reag.review.agreement import agreement, cohen_kappa
 from reag.review.export import to_csv, to_jsonl
 from reag.review.pages import blind_view, judges_view, render_item
 from reag.review.policy import reason_kind, resolve
 from reag.review.queue import Filters, NotHeldError, ReviewQueue
-from reag.storage import open_store
+from reag.storage import Base, make_engine, open_store
 from reag.v1 import events_pb2 as pb
-from tests.unit.ledger.conftest import Events
+from tests.unit.ledger.conftest import POSTGRES_DSN, Events
 
 
 class Clock:
@@ -250,3 +253,32 @@ def test_item_page_is_blind_and_escapes_untrusted_text(tmp_path: Path) -> None:
     shown = judges_view(item.abstain, "YES", "YES")
     assert shown.attempts[0].model == "secret-tier-model"
     assert shown.attempts[0].confidence == "0.814"
+
+
+@pytest.mark.postgres
+def test_leases_and_double_review_on_postgresql() -> None:
+    """The compare-and-set lease and the label rows on the production store."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = make_engine(POSTGRES_DSN)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    engine = admin.execution_options(schema_translate_map={None: schema})
+    try:
+        Base.metadata.create_all(engine)
+        queue = ReviewQueue(sessionmaker(engine, expire_on_commit=False), per_item=2)
+        assert queue.add(abstain(case="pg", audit=True))
+        assert not queue.add(abstain(case="pg", audit=True))
+        held = queue.take("ann")
+        assert held is not None
+        assert queue.take("ben") is None
+        assert queue.record(held.key, "ann", "YES").review is None
+        again = queue.take("ben")
+        assert again is not None
+        review = queue.record(again.key, "ben", "YES").review
+        assert review is not None
+        assert (review.reviewer, review.label, review.item.audit) == ("ann+ben", pb.LABEL_YES, True)
+        assert [r.vote for r in queue.labels()] == ["YES", "YES"]
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
