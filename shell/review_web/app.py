@@ -99,6 +99,16 @@ def _filters(request: Request) -> Filters:
     )
 
 
+def _cross_site(request: Request) -> bool:
+    """A POST whose ``Origin`` is another site (browsers send it on form posts): refused,
+    the sign-in form included, so no other page can sign a reviewer in as someone else."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return False
+    host = request.headers.get("host", "")
+    return origin not in (f"http://{host}", f"https://{host}")
+
+
 async def _form(request: Request) -> dict[str, list[str]]:
     """The urlencoded body (no multipart parser needed for these small forms)."""
     body = await request.body()
@@ -138,6 +148,8 @@ class _Routes:
         return _page(_LOGIN.format(nonce=nonce, message="Sign in with your reviewer token."), nonce)
 
     async def login(self, request: Request) -> Response:
+        if _cross_site(request):
+            return PlainTextResponse("cross-site sign-in refused", status_code=403)
         token = (await _form(request)).get("token", [""])[0]
         reviewer = self.auth.reviewer_for_token(token) if token else None
         if reviewer is None:
@@ -227,7 +239,7 @@ class _Routes:
     async def label(self, request: Request, reviewer: str) -> Response:
         key = int(request.path_params["key"])
         form = await _form(request)
-        if not self.auth.csrf_ok(reviewer, form.get("csrf", [""])[0]):
+        if _cross_site(request) or not self.auth.csrf_ok(reviewer, form.get("csrf", [""])[0]):
             return PlainTextResponse("bad or missing CSRF token", status_code=403)
         votes = [v for v in form.get("vote", []) if v]
         vote = votes[0] if votes else ""

@@ -71,6 +71,8 @@ def test_pages_need_a_token_and_labels_need_the_csrf_token(tmp_path: Path) -> No
     client = TestClient(build_app(review))
     assert client.get("/", follow_redirects=False).headers["location"] == "/login"
     assert client.post("/login", data={"token": "nope"}).status_code == 403
+    evil = {"origin": "http://evil.example"}
+    assert client.post("/login", data={"token": ANN}, headers=evil).status_code == 403
     assert client.post("/login", data={"token": ANN}).status_code == 200  # redirected to /
     page = client.get("/next")
     assert page.status_code == 200
@@ -86,6 +88,8 @@ def test_pages_need_a_token_and_labels_need_the_csrf_token(tmp_path: Path) -> No
     assert (
         other.post(f"/item/{key}", data={"vote": "YES", "csrf": csrf(page.text)}).status_code == 403
     )
+    cross = client.post(f"/item/{key}", data={"vote": "YES", "csrf": csrf(page.text)}, headers=evil)
+    assert cross.status_code == 403
     done = client.post(f"/item/{key}", data={"vote": "NO", "note": "n", "csrf": csrf(page.text)})
     assert done.status_code == 200
     assert [(r.reviewer, r.label, r.comment) for r in sink.reviews] == [("ann", pb.LABEL_NO, "n")]
