@@ -87,7 +87,7 @@ def _headers(nonce: str) -> dict[str, str]:
         "Content-Security-Policy": csp(nonce),
         "X-Content-Type-Options": "nosniff",
         "X-Frame-Options": "DENY",
-        "Referrer-Policy": "no-referrer",
+        "Referrer-Policy": "same-origin",
         "Cache-Control": "no-store",
     }
 
@@ -101,7 +101,9 @@ def _filters(request: Request) -> Filters:
 
 def _cross_site(request: Request) -> bool:
     """A POST whose ``Origin`` is another site (browsers send it on form posts): refused,
-    the sign-in form included, so no other page can sign a reviewer in as someone else."""
+    the sign-in form included, so no other page can sign a reviewer in as someone else.
+    (The pages' referrer policy is ``same-origin``: under ``no-referrer`` browsers send
+    ``Origin: null`` even on the pages' own posts.)"""
     origin = request.headers.get("origin")
     if origin is None:
         return False
