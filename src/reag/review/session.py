@@ -83,7 +83,8 @@ def build_review(
     return review
 
 
-def _decode(value: bytes) -> pb.Abstain | None:
+def decode_abstain(value: bytes) -> pb.Abstain | None:
+    """The record as an Abstain, or None when it is not one a reviewer can label."""
     try:
         abstain = pb.Abstain.FromString(value)
     except (DecodeError, ValueError):
@@ -113,7 +114,7 @@ class _Session:
     async def handle(self, item: SourceItem) -> bool:
         """Show one record and act on the decision; False when the reviewer quits."""
         stats = self.stats
-        abstain = _decode(item.value)
+        abstain = decode_abstain(item.value)
         if abstain is None:
             stats.unreadable += 1
             self.say(f"skipped {item.where}: not a readable Abstain event")
