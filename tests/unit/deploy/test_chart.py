@@ -20,11 +20,13 @@ from typing import Any
 import pytest
 
 from reag import metrics
+from reag.exposure import refuse_open_bind
 from reag.llm.settings import LLMSettings
 from services.judge.settings import JudgeSettings
 from services.kit.admin import topic_configs
 from services.kit.settings import ServiceSettings
 from services.kit.topology import OTLP_SPANS, SERVICES, TOPICS, TRAFFIC
+from services.ledger.settings import LedgerSettings
 
 from .conftest import TOKEN_SECRET
 
@@ -60,13 +62,17 @@ def port(c: Manifest, name: str) -> int:
 
 
 def environment(manifests: list[Manifest], deployment: Manifest) -> dict[str, str]:
-    """What the container's process sees: its ConfigMaps (envFrom), then its own env."""
+    """What the container's process sees: its ConfigMaps and the chart's own Secret
+    (envFrom), then its own env."""
     configmaps = {m["metadata"]["name"]: m["data"] for m in of_kind(manifests, "ConfigMap")}
+    secrets = {m["metadata"]["name"]: m["stringData"] for m in of_kind(manifests, "Secret")}
     env: dict[str, str] = {}
     c = container(deployment)
     for source in c.get("envFrom", []):
         if "configMapRef" in source:
             env |= configmaps[source["configMapRef"]["name"]]
+        elif "secretRef" in source:  # an existing Secret is not rendered: nothing to read
+            env |= secrets.get(source["secretRef"]["name"], {})
     for var in c.get("env", []):
         if "valueFrom" in var:  # a Secret's key: stands for a value set in the cluster
             ref = var["valueFrom"]["secretKeyRef"]
@@ -471,7 +477,7 @@ def test_grpc_without_token_or_tls_does_not_render_and_says_what_to_set(
     ],
 )
 def test_grpc_renders_with_a_token_tls_or_an_explicit_insecure_choice(
-    render: Render, sets: tuple[str, ...]
+    render: Render, sets: tuple[str, ...], clean_env: pytest.MonkeyPatch
 ) -> None:
     manifests = render(*sets, token=not sets)
     env = environment(manifests, by_component(manifests, "Deployment")["ledger"])
@@ -480,6 +486,20 @@ def test_grpc_renders_with_a_token_tls_or_an_explicit_insecure_choice(
         sets == ("grpc.allowInsecure=true",)
     )
     assert of_kind(manifests, "NetworkPolicy")
+    if "REAG_LEDGER_GRPC_TLS_CERT" in env:
+        return  # LedgerSettings would look for the certificate file
+    for var, value in env.items():
+        clean_env.setenv(var, value)
+    settings = LedgerSettings()
+    token = settings.ledger_grpc_token
+    # The ledger the chart renders passes its own bind check (reag.exposure).
+    refuse_open_bind(
+        settings.ledger_grpc_host,
+        token=token.get_secret_value() if token is not None else None,
+        tls=False,
+        allow_insecure=settings.ledger_grpc_allow_insecure,
+        setting="REAG_LEDGER_GRPC_ALLOW_INSECURE",
+    )
 
 
 def test_the_token_secret_reaches_the_grpc_component_only(render: Render) -> None:
