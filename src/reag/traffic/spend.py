@@ -157,18 +157,36 @@ class HourlyBudget:
             return total + self._unsaved.get((app, hour), 0.0)
 
     def charge(self, app: str, usd: float) -> float:
+        """Adds ``usd`` to ``app``'s hour and returns the hour's new total.
+
+        Amounts kept from earlier store faults (any app, any hour) go with it.
+        While the store is down, returns what this process has kept for the hour.
+        """
         hour = hour_of(self._clock())
         with self._lock:
-            usd += self._unsaved.pop((app, hour), 0.0)
-        try:
-            return self._add(app, hour, usd)
-        except SQLAlchemyError as exc:
-            with self._lock:
-                self._unsaved[(app, hour)] = self._unsaved.get((app, hour), 0.0) + usd
+            pending, self._unsaved = self._unsaved, {}
+        pending[(app, hour)] = pending.get((app, hour), 0.0) + usd
+        total = 0.0
+        failed: SQLAlchemyError | None = None
+        for (pending_app, pending_hour), amount in pending.items():
+            try:
+                added = self._add(pending_app, pending_hour, amount)
+            except SQLAlchemyError as exc:
+                failed = exc
+                with self._lock:
+                    key = (pending_app, pending_hour)
+                    self._unsaved[key] = self._unsaved.get(key, 0.0) + amount
+                continue
+            if (pending_app, pending_hour) == (app, hour):
+                total = added
+        if failed is not None:
             log.warning(
-                "could not charge the LLM budget (%s); kept for the next call", type(exc).__name__
+                "could not charge the LLM budget (%s); kept for the next call",
+                type(failed).__name__,
             )
-            return usd
+            with self._lock:
+                return total or self._unsaved.get((app, hour), 0.0)
+        return total
 
     def _add(self, app: str, hour: str, usd: float) -> float:
         sessions = self._open()

@@ -117,11 +117,14 @@ def test_a_store_fault_while_charging_keeps_the_amount_for_the_next_charge(
         raise OperationalError("INSERT", {}, Exception("the store is down"))
 
     monkeypatch.setattr(budget, "_add", down)
-    budget.charge(app, 2.0)  # the call was made and paid: not an error for its caller
+    assert budget.charge(app, 2.0) == 2.0  # made and paid: not an error for its caller
+    budget.charge(f"{app}-other", 0.5)
     assert budget.spent(app) == 2.0  # still counted here
     monkeypatch.setattr(budget, "_add", real_add)
     assert budget.charge(app, 1.0) == 3.0
-    assert HourlyBudget(f"sqlite:///{tmp_path / 'b.db'}", clock=lambda: NOON).spent(app) == 3.0
+    restarted = HourlyBudget(f"sqlite:///{tmp_path / 'b.db'}", clock=lambda: NOON)
+    assert restarted.spent(app) == 3.0
+    assert restarted.spent(f"{app}-other") == 0.5  # saved with the next charge of any app
 
 
 @pytest.fixture
