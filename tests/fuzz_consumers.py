@@ -291,6 +291,7 @@ class Consumer:
     good: Callable[[str], bytes]  # case id -> a good event's bytes
     scrubbed: bool = False  # dead letters keep redacted bytes, not the original ones
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_NAMES, 0))
+    longest_cpu_s: float = 0.0  # the most CPU seconds one hostile payload's handling took
 
     @property
     def name(self) -> str:

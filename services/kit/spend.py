@@ -4,6 +4,10 @@ The shadow controls hold an app to a spend budget across every service
 (reag.traffic.spend); each service's share is the calls its handlers made
 while charged to the event's app (the consume path sets it). A store fault
 keeps the drained figures for the next round, so no spend is lost to it.
+
+While it runs, the process's LLM budget (``REAG_LLM_BUDGET_USD``) is held per
+app and hour in the store (reag.traffic.spend.HourlyBudget), shared by every
+replica and kept across restarts; a spent budget stays a transient fault.
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ import asyncio
 import contextlib
 import logging
 
-from reag.llm.accounting import AppSpend, default_ledger
-from reag.traffic.spend import SpendStore
+from reag.llm.accounting import AppSpend, SharedBudget, default_ledger
+from reag.traffic.spend import HourlyBudget, SpendStore
 
 log = logging.getLogger("reag.spend")
 
@@ -26,6 +30,7 @@ class SpendFlusher:
         self._store: SpendStore | None = None
         self._pending: dict[str, AppSpend] = {}
         self._task: asyncio.Task[None] | None = None
+        self._previous_budget: SharedBudget | None = None
 
     def _merge(self, spend: dict[str, AppSpend]) -> None:
         for app, s in spend.items():
@@ -53,6 +58,7 @@ class SpendFlusher:
             await asyncio.to_thread(self.flush)
 
     async def start(self) -> None:
+        self._previous_budget = default_ledger().share_budget(HourlyBudget(self._dsn))
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
@@ -61,3 +67,4 @@ class SpendFlusher:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await asyncio.to_thread(self.flush)
+        default_ledger().share_budget(self._previous_budget)

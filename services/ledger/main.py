@@ -41,6 +41,7 @@ def create_app(
         grace_s=settings.ledger_grpc_grace_s,
         token=token.get_secret_value() if token is not None else None,
         credentials=_credentials(settings),
+        allow_insecure=settings.ledger_grpc_allow_insecure,
     )
 
     watch = StuckWatch(ledger, settings)

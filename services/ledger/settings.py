@@ -35,6 +35,13 @@ class LedgerSettings(ServiceSettings, StuckSettings):
             "from outside the pod."
         ),
     )
+    ledger_grpc_allow_insecure: bool = Field(
+        default=False,
+        description=(
+            "Serve the gRPC APIs beyond loopback with neither a token nor TLS (any caller on "
+            "the network may use them). Off: such a ledger refuses to start."
+        ),
+    )
     ledger_grpc_tls_cert: Path | None = Field(
         default=None,
         description="PEM certificate chain the gRPC port serves TLS with; unset: plaintext.",

@@ -18,9 +18,15 @@ class Base(DeclarativeBase):
 
 
 def make_engine(dsn: str) -> Engine:
+    """An engine whose errors never quote the statement's bound parameters.
+
+    ``hide_parameters``: SQLAlchemy otherwise appends the parameters (a user's
+    query, an app's response) to every error message, and those messages reach
+    logs and dead letters.
+    """
     if dsn.startswith("sqlite:///"):
         Path(dsn.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(dsn, connect_args={"timeout": 30})
+        engine = create_engine(dsn, connect_args={"timeout": 30}, hide_parameters=True)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
@@ -31,7 +37,7 @@ def make_engine(dsn: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(dsn, pool_pre_ping=True)
+    return create_engine(dsn, pool_pre_ping=True, hide_parameters=True)
 
 
 def open_store(dsn: str) -> sessionmaker:  # type: ignore[type-arg]

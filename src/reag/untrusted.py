@@ -50,6 +50,19 @@ the model that nothing inside one is an instruction. One wording, here beside
 same thing.
 """
 
+FIELD_MAX_CHARS = 24_000
+"""The most characters ``fence`` quotes from one field, whatever its caller's limit.
+
+A traffic event's fields are as long as its sender makes them; quoted whole, one
+crafted field fills the oracle's prompt and times the model out on every retry.
+Far above every limit a prompt sets itself (the judge's largest is 6,000) and
+every committed labelled item (the longest field is about 1,100), so no prompt
+of ordinary text changes; tests/unit/test_untrusted.py checks the labelled ones.
+"""
+
+ATTRIBUTE_MAX_CHARS = 500
+"""The most characters ``fence`` quotes from one attribute value (a title, an id)."""
+
 _TAG_NAME = re.compile(rf"{PREFIX}(?:_[a-z0-9]+)+")
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -106,6 +119,17 @@ def clip(text: str, limit: int | None) -> str:
     return text[:limit].rstrip() + TRUNCATION_MARK
 
 
+def cap(text: str, limit: int = FIELD_MAX_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, with a mark that says how many were cut.
+
+    The hard cap under every fence (:data:`FIELD_MAX_CHARS`); unlike ``clip`` it
+    neither strips nor changes text within the cap, so that text stays byte-identical.
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [... {len(text) - limit} characters cut]"
+
+
 def fence(
     tag: str,
     text: str,
@@ -114,6 +138,10 @@ def fence(
     attributes: Mapping[str, str] | None = None,
 ) -> str:
     """``text``, clipped to ``limit`` and neutralised, between ``<tag>`` and ``</tag>``.
+
+    Whatever ``limit`` is (``None`` too), no field quotes more than
+    :data:`FIELD_MAX_CHARS` characters, nor an attribute more than
+    :data:`ATTRIBUTE_MAX_CHARS`; a cut says how much it cut.
 
     ``tag`` must start with ``untrusted_`` (lower case, digits and
     underscores): a tag outside the prefix would not be defused inside other
@@ -128,9 +156,9 @@ def fence(
     for name, value in (attributes or {}).items():
         if not _ATTRIBUTE_NAME.fullmatch(name):
             raise ValueError(f"an attribute name is lower-case letters and _, got {name!r}")
-        safe = neutralise(" ".join(value.split())).replace('"', "'")
+        safe = neutralise(cap(" ".join(value.split()), ATTRIBUTE_MAX_CHARS)).replace('"', "'")
         opening += f' {name}="{safe}"'
-    return f"<{opening}>\n{neutralise(clip(text, limit))}\n</{tag}>"
+    return f"<{opening}>\n{neutralise(cap(clip(text, limit)))}\n</{tag}>"
 
 
 def fenced(tag: str, text: str) -> list[str]:

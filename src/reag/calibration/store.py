@@ -130,6 +130,8 @@ class CalibrationItem:
     source: Source = "file"
     explanation: str = ""
     reviewer: str = ""
+    # When the label was given (a review's own time); None: now, when it is added.
+    labelled_at: datetime | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +235,9 @@ def item_from_review(review: pb.Review) -> CalibrationItem:
         source="audit" if review.item.audit else "review",
         explanation=review.comment,
         reviewer=review.reviewer,
+        labelled_at=review.reviewed_at.ToDatetime(tzinfo=UTC)
+        if review.HasField("reviewed_at")
+        else None,
     )
 
 
@@ -253,7 +258,12 @@ class CalibrationStore:
 
     # --- labelled items -------------------------------------------------------------
     def add_items(self, items: Iterable[CalibrationItem]) -> AddReport:
-        """Insert new items; a known item whose label changed takes the new label."""
+        """Insert new items; a known item whose label changed takes the new label.
+
+        Unless the new label is older: a row's ``updated_at`` is the time of its
+        label (a review's own time, else when it was added), and a label given
+        before it (a replayed older review) leaves the item as it is.
+        """
         now = datetime.now(UTC)
         added: list[str] = []
         relabelled: list[str] = []
@@ -278,17 +288,22 @@ class CalibrationStore:
                             explanation=item.explanation,
                             reviewer=item.reviewer,
                             added_at=now,
-                            updated_at=now,
+                            updated_at=item.labelled_at or now,
                         )
                     )
                     session.flush()
                     added.append(item.item_id)
+                    continue
+                labelled_at = item.labelled_at or now
+                if labelled_at < _utc(row.updated_at):
+                    unchanged.append(item.item_id)  # an older label: the stored one stands
                 elif row.label != item.label:
-                    row.label, row.updated_at = item.label, now
+                    row.label, row.updated_at = item.label, labelled_at
                     row.explanation = item.explanation or row.explanation
                     row.reviewer = item.reviewer or row.reviewer
                     relabelled.append(item.item_id)
                 else:
+                    row.updated_at = labelled_at
                     unchanged.append(item.item_id)
         return AddReport(added, relabelled, unchanged)
 

@@ -21,6 +21,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from reag.exposure import refuse_open_bind
 from reag.ledger.store import DEFAULT_PAGE, MAX_PAGE, LedgerStore
 from reag.v1 import api_pb2, api_pb2_grpc
 from reag.v1 import events_pb2 as pb
@@ -164,7 +165,8 @@ class ResultsServer:
     ``token`` (when set) is required of every call but the health checks;
     ``credentials`` (when set) serve TLS instead of plaintext. Services added
     with ``add_service`` before ``start`` share both, and the health service
-    reports them too.
+    reports them too. Without either, ``host`` must be loopback unless
+    ``allow_insecure`` says otherwise (:func:`reag.exposure.refuse_open_bind`).
     """
 
     def __init__(
@@ -176,7 +178,15 @@ class ResultsServer:
         grace_s: float = 5.0,
         token: str | None = None,
         credentials: grpc.ServerCredentials | None = None,
+        allow_insecure: bool = False,
     ) -> None:
+        refuse_open_bind(
+            host,
+            token=token,
+            tls=credentials is not None,
+            allow_insecure=allow_insecure,
+            setting="REAG_LEDGER_GRPC_ALLOW_INSECURE",
+        )
         self._store = store
         self._address = f"{host}:{port}"
         self._grace_s = grace_s

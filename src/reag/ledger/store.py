@@ -157,6 +157,20 @@ def _put_figures(session: Session, case_id: str, result: pb.Result) -> None:
     )
 
 
+def _newer(row: LedgerReviewRow, reviewed_at: datetime | None, data: bytes) -> bool:
+    """Whether the stored review outranks one made at ``reviewed_at`` encoded as ``data``.
+
+    A review without a time is older than any with one; two without a time keep
+    arrival order (the later wins), as nothing orders them.
+    """
+    stored_at = _aware(row.reviewed_at) if row.reviewed_at is not None else None
+    if reviewed_at is None:
+        return stored_at is not None
+    if stored_at is None:
+        return False
+    return (stored_at, row.review) > (reviewed_at, data)
+
+
 class LedgerStore:
     """Results of every app and run. One instance per process; sessions are short."""
 
@@ -212,17 +226,22 @@ class LedgerStore:
         return self._record(abstain.meta, apply)
 
     def record_review(self, review: pb.Review) -> LedgerUpdate:
+        """Keeps a reviewer's newest review of a criterion, by the review's own time.
+
+        Reviews arrive in any order (a replay re-sends old ones), so a review older
+        than the stored one changes nothing; a newer one replaces it and its
+        agreement with the verdict is compared again. Equal times keep the larger
+        encoding, so every arrival order ends with the same review.
+        """
         data = _bytes(review)
+        reviewed_at = (
+            review.reviewed_at.ToDatetime(tzinfo=UTC) if review.HasField("reviewed_at") else None
+        )
 
         def apply(session: Session, case: LedgerCaseRow) -> bool:
             row = session.get(LedgerReviewRow, (review.criterion_id, review.reviewer))
-            if row is not None and row.review == data:
-                return True
-            reviewed_at = (
-                review.reviewed_at.ToDatetime(tzinfo=UTC)
-                if review.HasField("reviewed_at")
-                else None
-            )
+            if row is not None and (row.review == data or _newer(row, reviewed_at, data)):
+                return True  # a replay, or an older review: the stored one stands
             if row is None:
                 session.add(
                     LedgerReviewRow(
@@ -237,6 +256,7 @@ class LedgerStore:
                 )
             else:
                 row.label, row.review, row.reviewed_at = review.label, data, reviewed_at
+                row.agreed = row.agreement_tier = None  # compared again with the verdict
             return False
 
         update = self._record(review.meta, apply)

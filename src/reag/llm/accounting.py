@@ -10,6 +10,11 @@ structured-output repair) is recorded with all of them.
 Calls made while handling one app's event are also charged to that app
 (``charged_to``), so the shadow controls can hold an app to a spend budget
 across every service (reag.traffic.spend).
+
+The spend budget (``REAG_LLM_BUDGET_USD``) is this ledger's total unless a
+:class:`SharedBudget` is attached (``share_budget``; the services attach the
+store's, reag.traffic.spend.HourlyBudget): then it holds per app and hour for
+every replica and survives restarts.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from reag.llm.base import Usage
 from reag.metrics import LLM_CALL_COST, LLM_CALLS, LLM_COST, LLM_TOKENS
@@ -63,6 +69,26 @@ def charged_to(app: str) -> Iterator[None]:
         _CHARGED_APP.reset(token)
 
 
+def charged_app() -> str:
+    """The app the calls of this task are charged to; "" outside ``charged_to``."""
+    return _CHARGED_APP.get()
+
+
+class SharedBudget(Protocol):
+    """Spend per app in the current hour, kept where every replica sees it.
+
+    Blocking (a store round trip): the client calls it from a worker thread.
+    """
+
+    def spent(self, app: str) -> float:
+        """USD ``app`` has spent this hour, every process together."""
+        ...
+
+    def charge(self, app: str, usd: float) -> float:
+        """Adds ``usd`` to ``app``'s hour atomically; returns the hour's new total."""
+        ...
+
+
 class CostLedger:
     """Thread-safe: the local provider and the model server record from worker threads."""
 
@@ -70,6 +96,15 @@ class CostLedger:
         self._lock = threading.Lock()
         self._totals: dict[tuple[Caller, str], Totals] = {}
         self._by_app: dict[str, AppSpend] = {}
+        self.shared_budget: SharedBudget | None = None
+
+    def share_budget(self, budget: SharedBudget | None) -> SharedBudget | None:
+        """Holds the spend budget per app and hour in ``budget`` (None: this ledger's total).
+
+        Returns the one attached before, so a caller can put it back.
+        """
+        previous, self.shared_budget = self.shared_budget, budget
+        return previous
 
     def record(
         self,

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from reag.llm.accounting import Caller, CostLedger, default_ledger
+from reag.llm.accounting import Caller, CostLedger, charged_app, default_ledger
 from reag.llm.base import (
     BatchLabelProvider,
     BudgetExceededError,
@@ -118,20 +118,38 @@ class LLMClient:
         )
 
     # --- the machinery every call goes through ---------------------------------
-    def _check_budget(self, kind: str) -> None:
+    async def _check_budget(self, kind: str) -> None:
+        """Refuses the call once the budget is spent: the process's, or the app's this hour.
+
+        With a shared budget (``CostLedger.share_budget``) the spend is read from
+        it, so every replica and a restarted process see the same figure.
+        """
         budget = self.settings.budget_usd
         if budget is None:
             return
-        spent = self.ledger.total_usd()
+        shared = self.ledger.shared_budget
+        if shared is not None:
+            app = charged_app()
+            spent = await asyncio.to_thread(shared.spent, app)
+            whose = f"app {app or '(none)'} this hour, every replica together,"
+        else:
+            spent = self.ledger.total_usd()
+            whose = "this process"
         LLM_BUDGET_REMAINING.labels(self.caller.service).set(max(budget - spent, 0.0))
         free = self.price.input == self.price.cached_input == self.price.output == 0
         if spent > budget or (spent >= budget and not free):
             self.ledger.record_failure(self.caller, self.model, kind, "refused_budget")
             raise BudgetExceededError(
-                f"LLM spend of this process is {spent:.6f} USD, at or over the budget of "
+                f"LLM spend of {whose} is {spent:.6f} USD, at or over the budget of "
                 f"{budget} USD (REAG_LLM_BUDGET_USD); {self.model} was not called. Raise the "
                 "budget or unset it to continue."
             )
+
+    async def _charge(self, cost_usd: float) -> None:
+        """Adds a settled call's cost to the shared budget, if there is one and it cost."""
+        shared = self.ledger.shared_budget
+        if shared is not None and cost_usd > 0:
+            await asyncio.to_thread(shared.charge, charged_app(), cost_usd)
 
     def _on_retry(self, error: BaseException) -> None:
         LLM_RETRIES.labels(self.model, type(error).__name__).inc()
@@ -151,7 +169,7 @@ class LLMClient:
         (``reag.llm.tracing``); ``prompt`` is recorded there only when
         ``REAG_LLM_TRACE_CONTENT`` is set.
         """
-        self._check_budget(kind)
+        await self._check_budget(kind)
         s = self.settings
         local = self.model.startswith("local:")
         limit_s = (s.local_timeout_s if local else s.timeout_s) * attempts_scale
@@ -233,7 +251,9 @@ class LLMClient:
             prompt=messages,
             request={"temperature": temperature, "max_tokens": max_tokens, "seed": seed},
         )
-        return self._account("chat", result, latency)
+        priced = self._account("chat", result, latency)
+        await self._charge(priced.cost_usd)
+        return priced
 
     async def chat(
         self,
@@ -336,7 +356,9 @@ class LLMClient:
             lambda: self.provider.label_probs(prompt, labels, n_samples=n),
             prompt=prompt,
         )
-        return self._account("label_probs", result, latency)
+        priced = self._account("label_probs", result, latency)
+        await self._charge(priced.cost_usd)
+        return priced
 
     async def label_probs_many(
         self,
@@ -365,7 +387,9 @@ class LLMClient:
             attempts_scale=len(prompts),
             prompt=prompts[0],  # the group shares its prefix; the first stands for it
         )
-        return [self._account("label_probs", r, r.latency_s) for r in results]
+        priced = [self._account("label_probs", r, r.latency_s) for r in results]
+        await self._charge(sum(r.cost_usd for r in priced))
+        return priced
 
     async def score_continuation(self, context: str, target: str) -> ContinuationScore:
         """Mean log p(target | context), exact; ``CapabilityError`` where a provider cannot."""
@@ -374,7 +398,9 @@ class LLMClient:
             lambda: self.provider.score_continuation(context, target),
             prompt=context + target,
         )
-        return self._account("score", result, latency)
+        priced = self._account("score", result, latency)
+        await self._charge(priced.cost_usd)
+        return priced
 
     async def aclose(self) -> None:
         await self.provider.aclose()

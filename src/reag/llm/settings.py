@@ -147,8 +147,10 @@ class LLMSettings(BaseSettings):
         default=None,
         ge=0,
         description=(
-            "Spend limit of this process in USD. Once the priced spend reaches it, further "
-            "calls fail with BudgetExceededError. Unset: no limit."
+            "Spend limit in USD. In a service, per app and clock hour, kept in the store and "
+            "shared by every replica (reag.traffic.spend.HourlyBudget); elsewhere (the CLI), "
+            "this process's total. Once the priced spend reaches it, further calls fail with "
+            "BudgetExceededError (a transient fault in a service). Unset: no limit."
         ),
     )
     prices_file: Path | None = Field(

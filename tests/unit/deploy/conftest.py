@@ -26,6 +26,9 @@ CHART = REPO / "deploy" / "helm" / "reag"
 GET_HELM = REPO / "scripts" / "get-helm.sh"
 
 Manifest = dict[str, Any]
+# The chart refuses to render the gRPC APIs without a token or TLS; tests render
+# with this one unless they ask otherwise.
+TOKEN_SECRET = "grpc.token.existingSecret=reag-grpc-token"
 
 
 class HelmError(AssertionError):
@@ -41,10 +44,14 @@ class Helm:
             [str(self.binary), *args], capture_output=True, text=True, timeout=120, check=False
         )
 
-    def template(self, *sets: str, release: str = "r") -> list[Manifest]:
-        """Render the chart with ``--set`` assignments; fails the test if helm does."""
+    def template(self, *sets: str, release: str = "r", token: bool = True) -> list[Manifest]:
+        """Render the chart with ``--set`` assignments; fails the test if helm does.
+
+        ``token``: give the gRPC APIs a token Secret (:data:`TOKEN_SECRET`), without
+        which the chart refuses to render them.
+        """
         args = ["template", release, str(CHART), "--namespace", "reag"]
-        for assignment in sets:
+        for assignment in ((TOKEN_SECRET,) if token else ()) + sets:
             args += ["--set", assignment]
         proc = self.run(*args)
         if proc.returncode != 0:

@@ -20,11 +20,15 @@ from typing import Any
 import pytest
 
 from reag import metrics
+from reag.exposure import refuse_open_bind
 from reag.llm.settings import LLMSettings
 from services.judge.settings import JudgeSettings
 from services.kit.admin import topic_configs
 from services.kit.settings import ServiceSettings
 from services.kit.topology import OTLP_SPANS, SERVICES, TOPICS, TRAFFIC
+from services.ledger.settings import LedgerSettings
+
+from .conftest import TOKEN_SECRET
 
 pytestmark = pytest.mark.slow
 
@@ -58,15 +62,23 @@ def port(c: Manifest, name: str) -> int:
 
 
 def environment(manifests: list[Manifest], deployment: Manifest) -> dict[str, str]:
-    """What the container's process sees: its ConfigMaps (envFrom), then its own env."""
+    """What the container's process sees: its ConfigMaps and the chart's own Secret
+    (envFrom), then its own env."""
     configmaps = {m["metadata"]["name"]: m["data"] for m in of_kind(manifests, "ConfigMap")}
+    secrets = {m["metadata"]["name"]: m["stringData"] for m in of_kind(manifests, "Secret")}
     env: dict[str, str] = {}
     c = container(deployment)
     for source in c.get("envFrom", []):
         if "configMapRef" in source:
             env |= configmaps[source["configMapRef"]["name"]]
+        elif "secretRef" in source:  # an existing Secret is not rendered: nothing to read
+            env |= secrets.get(source["secretRef"]["name"], {})
     for var in c.get("env", []):
-        env[var["name"]] = var["value"]
+        if "valueFrom" in var:  # a Secret's key: stands for a value set in the cluster
+            ref = var["valueFrom"]["secretKeyRef"]
+            env[var["name"]] = f"<secret {ref['name']}/{ref['key']}>"
+        else:
+            env[var["name"]] = var["value"]
     return env
 
 
@@ -94,6 +106,10 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyP
 
 def test_lint_passes_with_defaults_and_with_every_option(helm_run: HelmRun) -> None:
     every_option = [
+        TOKEN_SECRET,
+        "grpc.allowInsecure=true",
+        "components.ledger.grpc.tls.existingSecret=ledger-tls",
+        "networkPolicy.enabled=false",
         "kafka.securityProtocol=SASL_SSL",
         "kafka.saslUsername=reag",
         "kafka.tls.existingSecret=kafka-ca",
@@ -105,7 +121,8 @@ def test_lint_passes_with_defaults_and_with_every_option(helm_run: HelmRun) -> N
         "components.judge-tier2.autoscaling.enabled=true",
         "components.judge-tier2.autoscaling.mode=hpa",
     ]
-    plain = helm_run("lint", "--strict", str(CHART))
+    # The defaults but the one value the chart insists on: who may call gRPC.
+    plain = helm_run("lint", "--strict", str(CHART), "--set", TOKEN_SECRET)
     assert plain.returncode == 0, plain.stdout + plain.stderr
     sets = [arg for assignment in every_option for arg in ("--set", assignment)]
     full = helm_run("lint", "--strict", str(CHART), *sets)
@@ -429,3 +446,91 @@ def test_service_monitor_keeps_reags_own_service_label(render: Render) -> None:
     assert endpoint["port"] == "http"
     assert endpoint["path"] == "/metrics"
     assert endpoint["honorLabels"] is True
+
+
+GRPC_REFUSAL = "neither a bearer token nor TLS"
+
+
+def test_grpc_without_token_or_tls_does_not_render_and_says_what_to_set(
+    helm_run: HelmRun,
+) -> None:
+    proc = helm_run("template", "r", str(CHART))
+    assert proc.returncode != 0
+    message = " ".join(proc.stderr.split())
+    assert GRPC_REFUSAL in message
+    for value in (
+        "grpc.token.existingSecret",
+        "secrets.values.REAG_LEDGER_GRPC_TOKEN",
+        "components.ledger.grpc.tls.existingSecret",
+        "grpc.allowInsecure=true",
+    ):
+        assert value in message, value
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        (),  # the token Secret the render fixture adds
+        ("secrets.create=true", "secrets.values.REAG_LEDGER_GRPC_TOKEN=t0ken"),
+        ("components.ledger.grpc.tls.existingSecret=ledger-tls",),
+        ("grpc.allowInsecure=true",),
+    ],
+)
+def test_grpc_renders_with_a_token_tls_or_an_explicit_insecure_choice(
+    render: Render, sets: tuple[str, ...], clean_env: pytest.MonkeyPatch
+) -> None:
+    manifests = render(*sets, token=not sets)
+    env = environment(manifests, by_component(manifests, "Deployment")["ledger"])
+    # Only the explicit choice lets the ledger listen beyond loopback without a token.
+    assert (env.get("REAG_LEDGER_GRPC_ALLOW_INSECURE") == "true") == (
+        sets == ("grpc.allowInsecure=true",)
+    )
+    assert of_kind(manifests, "NetworkPolicy")
+    if "REAG_LEDGER_GRPC_TLS_CERT" in env:
+        return  # LedgerSettings would look for the certificate file
+    for var, value in env.items():
+        clean_env.setenv(var, value)
+    settings = LedgerSettings()
+    token = settings.ledger_grpc_token
+    # The ledger the chart renders passes its own bind check (reag.exposure).
+    refuse_open_bind(
+        settings.ledger_grpc_host,
+        token=token.get_secret_value() if token is not None else None,
+        tls=False,
+        allow_insecure=settings.ledger_grpc_allow_insecure,
+        setting="REAG_LEDGER_GRPC_ALLOW_INSECURE",
+    )
+
+
+def test_the_token_secret_reaches_the_grpc_component_only(render: Render) -> None:
+    deployments = by_component(render("grpc.token.key=token"), "Deployment")
+    (var,) = [
+        v for v in container(deployments["ledger"])["env"] if v["name"] == "REAG_LEDGER_GRPC_TOKEN"
+    ]
+    assert var["valueFrom"]["secretKeyRef"] == {"name": "reag-grpc-token", "key": "token"}
+    other = container(deployments["oracle"]).get("env", [])
+    assert "REAG_LEDGER_GRPC_TOKEN" not in {v["name"] for v in other}
+
+
+def test_the_network_policy_admits_grpc_from_the_namespace_and_http_from_anywhere(
+    rendered: list[Manifest],
+) -> None:
+    (policy,) = of_kind(rendered, "NetworkPolicy")
+    deployments = by_component(rendered, "Deployment")
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    for name, deployment in deployments.items():
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert selector.items() <= labels.items(), name
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    rules = {
+        tuple(p["port"] for p in rule["ports"]): rule["from"] for rule in policy["spec"]["ingress"]
+    }
+    ledger = container(deployments["ledger"])
+    assert rules == {
+        (port(ledger, "http"),): [{"namespaceSelector": {}}],
+        (port(ledger, "grpc"),): [{"podSelector": {}}],
+    }
+
+
+def test_the_network_policy_can_be_left_to_the_platform(render: Render) -> None:
+    assert not of_kind(render("networkPolicy.enabled=false"), "NetworkPolicy")

@@ -234,7 +234,7 @@ def test_without_scores_the_report_says_so_and_with_scores_it_embeds_the_charts(
 
 
 @pytest.mark.skipif(
-    CHROMIUM is None, reason="Debian's chromium is not installed (`make test` installs it: scripts/system-packages.sh)"
+    CHROMIUM is None, reason="Debian's chromium is not installed (`make test` installs it)"
 )
 def test_headless_chromium_renders_the_report_offline_to_a_non_blank_page(
     cli: typer.Typer, dsn: str, scores: Path, tmp_path: Path

@@ -95,10 +95,23 @@ spec:
               value: {{ . | quote }}
             {{- end }}
             {{- with $c.grpc }}
+            {{- include "reag.grpcGuard" (dict "root" $root "name" $.name "grpc" .) }}
             - name: {{ .hostEnv }}
               value: "0.0.0.0"
             - name: {{ .portEnv }}
               value: {{ .port | quote }}
+            {{- with $root.Values.grpc.token.existingSecret }}
+            - name: REAG_LEDGER_GRPC_TOKEN
+              valueFrom:
+                secretKeyRef:
+                  name: {{ . }}
+                  key: {{ $root.Values.grpc.token.key | default "REAG_LEDGER_GRPC_TOKEN" }}
+            {{- end }}
+            {{- if $root.Values.grpc.allowInsecure }}
+            # Chosen in values (grpc.allowInsecure): the port takes any caller.
+            - name: REAG_LEDGER_GRPC_ALLOW_INSECURE
+              value: "true"
+            {{- end }}
             {{- if (.tls).existingSecret }}
             # services/ledger/settings.py: the gRPC APIs' server certificate and key.
             - name: REAG_LEDGER_GRPC_TLS_CERT
@@ -307,5 +320,19 @@ spec:
           type: AverageValue
           averageValue: {{ $a.lagThreshold | quote }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Fails the render when a component serves gRPC with neither a bearer token nor
+TLS and grpc.allowInsecure is not set: such a port takes any caller. Takes
+(dict "root" $ "name" component "grpc" its grpc values); renders nothing.
+*/}}
+{{- define "reag.grpcGuard" -}}
+{{- $v := .root.Values }}
+{{- $token := or $v.grpc.token.existingSecret (and $v.secrets.create (get ($v.secrets.values | default dict) "REAG_LEDGER_GRPC_TOKEN")) }}
+{{- $tls := (.grpc.tls).existingSecret }}
+{{- if not (or $token $tls $v.grpc.allowInsecure) }}
+{{- fail (printf "components.%s serves gRPC APIs (results, traffic) on port %v with neither a bearer token nor TLS, so any caller that reaches it can read results and submit traffic. Set grpc.token.existingSecret (a Secret with the token under grpc.token.key, default REAG_LEDGER_GRPC_TOKEN; it may be secrets.existingSecret), or secrets.create=true with secrets.values.REAG_LEDGER_GRPC_TOKEN, or components.%s.grpc.tls.existingSecret; or set grpc.allowInsecure=true to accept an open port." .name .grpc.port .name) }}
 {{- end }}
 {{- end }}
