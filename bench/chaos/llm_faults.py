@@ -31,7 +31,7 @@ from reag.llm.fake import FakeProvider
 from reag.llm.faults import TRANSIENT_FAULTS, FaultKind, FaultRates, FaultyProvider
 from reag.llm.settings import LLMSettings
 from reag.v1 import events_pb2 as pb
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.settings import DeliverySettings
 from services.kit.topology import ServiceSpec
 

@@ -19,6 +19,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from google.protobuf.message import DecodeError
 
 from reag.v1 import events_pb2 as pb
+from services.kit.client_options import client_options
 from services.kit.settings import KafkaSettings
 from services.kit.topology import DLQ, TOPICS
 
@@ -45,25 +46,6 @@ class StoredLetter:
         if not self.letter.HasField("failed_at"):
             return None
         return self.letter.failed_at.ToDatetime(tzinfo=UTC)
-
-
-def client_options(kafka: KafkaSettings) -> dict[str, Any]:
-    """The service settings' security (REAG_KAFKA__*) in aiokafka's own words."""
-    options: dict[str, Any] = {
-        "bootstrap_servers": kafka.bootstrap_servers,
-        "security_protocol": kafka.security_protocol,
-    }
-    context = kafka.ssl_context()
-    if context is not None:
-        options["ssl_context"] = context
-    if kafka.security_protocol.startswith("SASL"):
-        assert kafka.sasl_password is not None  # KafkaSettings checked it
-        options |= {
-            "sasl_mechanism": kafka.sasl_mechanism,
-            "sasl_plain_username": kafka.sasl_username,
-            "sasl_plain_password": kafka.sasl_password.get_secret_value(),
-        }
-    return options
 
 
 def app_of(letter: pb.DeadLetter) -> str:

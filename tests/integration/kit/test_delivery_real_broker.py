@@ -16,7 +16,7 @@ from sqlalchemy import exc as sa_exc
 
 from reag.v1 import events_pb2 as pb
 from services.kit.broker import make_broker
-from services.kit.consume import Delivery, Emit, consume
+from services.kit.delivery import Delivery, Emit, consume
 from services.kit.settings import DeliverySettings, KafkaSettings
 from services.kit.testing import produce_events, read_values, until
 from services.kit.topology import DLQ, ServiceSpec

@@ -16,7 +16,7 @@ from reag.ledger.store import LedgerStore, LedgerUpdate
 from reag.v1 import events_pb2 as pb
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.settings import DeliverySettings, KafkaSettings
 from services.kit.testing import produce_events, read_events, read_values
 from services.kit.topology import (

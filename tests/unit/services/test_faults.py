@@ -24,7 +24,7 @@ from reag.llm.base import (
 )
 from reag.v1 import events_pb2 as pb
 from services.kit.codec import BadEventError
-from services.kit.consume import Delivery, Emit, backoff, consume
+from services.kit.delivery import Delivery, Emit, backoff, consume
 from services.kit.faults import (
     LLM_OUTPUT_EXCERPT_CHARS,
     AppNotLoadedError,
@@ -281,6 +281,11 @@ class RecordingConsumer(AIOKafkaConsumer):  # type: ignore[misc]
 class Record:
     def __init__(self, offset: int, app: str) -> None:
         self.topic, self.partition, self.offset, self.app = "t", 0, offset, app
+        self.key, self.value, self.headers = b"k", b"v" * 10, ()
+
+
+async def never_gives_up(record: Any, poison: Poison) -> Any:
+    raise AssertionError(f"no event here may exhaust its transient tries ({poison.reason})")
 
 
 async def test_commits_stop_at_the_first_parked_offset_and_a_fault_pauses_and_seeks_back() -> None:
@@ -296,7 +301,7 @@ async def test_commits_stop_at_the_first_parked_offset_and_a_fault_pauses_and_se
 
     tp = TopicPartition("t", 0)
     consumer = RecordingConsumer({tp})
-    flow = Delivery("svc", "t", FAST, attempt)
+    flow = Delivery("svc", "t", FAST, attempt, never_gives_up)
     await flow.handle(Record(0, "demo"), consumer)
     await flow.handle(Record(1, "late"), consumer)  # parked
     await flow.handle(Record(2, "demo"), consumer)
@@ -325,7 +330,7 @@ async def test_a_revoked_partition_forgets_its_parked_events() -> None:
 
     tp = TopicPartition("t", 0)
     consumer = RecordingConsumer({tp})
-    flow = Delivery("svc-revoke", "t", FAST, attempt)
+    flow = Delivery("svc-revoke", "t", FAST, attempt, never_gives_up)
     await flow.handle(Record(5, "late"), consumer)
     assert flow.parked == 1
     flow.revoked({tp})
