@@ -147,6 +147,7 @@ async def test_dlq_list_show_and_replay_round_trip(
         assert json.loads(replayed.output) == {
             "matched": 1,
             "replayed": 1,
+            "not_replayable": 0,
             "dry_run": False,
             "by_topic": {inp: 1},
             "by_reason": {"app_not_loaded": 1},
