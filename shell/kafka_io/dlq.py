@@ -34,10 +34,10 @@ from services.kit.settings import KafkaSettings
 from services.kit.topology import DLQ, TOPICS
 
 REPLAYED_FROM = "x-reag-replayed-from"
-# What one fetch may bring: room for a few letters of up to ~1 MB (the dead-letter limit).
-FETCH_BYTES = 4 * 1024 * 1024
-PARTITION_FETCH_BYTES = 2 * 1024 * 1024
-_BATCH_RECORDS = 32
+# What one fetch may bring: about one letter of up to ~1 MB (the dead-letter limit); a
+# broker still returns a larger first record whole. Records are decoded a few at a time.
+FETCH_BYTES = 1024 * 1024
+_BATCH_RECORDS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +118,7 @@ async def stream_dead_letters(
         enable_auto_commit=False,
         request_timeout_ms=int(timeout_s * 1000),
         fetch_max_bytes=FETCH_BYTES,
-        max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
+        max_partition_fetch_bytes=FETCH_BYTES,
         **client_options(kafka),
     )
     await consumer.start()
