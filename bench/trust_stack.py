@@ -159,8 +159,8 @@ def _live(
 async def _send(requests: list[pb.JudgeRequest], bootstrap: str) -> None:
     from aiokafka import AIOKafkaProducer
 
-    from services.kit.admin import client_options
-    from services.kit.consume import CONTENT_TYPE
+    from services.kit.client_options import client_options
+    from services.kit.delivery import CONTENT_TYPE
     from services.kit.settings import KafkaSettings
     from services.kit.topology import JUDGE_TIER
 

@@ -313,7 +313,7 @@ def build_consumers(suffix: str, state: Path) -> list[Consumer]:
     """
     kafka = KafkaSettings(max_event_bytes=MAX_EVENT_BYTES)
     # No parking: an event of an app with no corpus is dead-lettered at once, as the
-    # last step of a park would (services/kit/consume.py), so each payload ends here.
+    # last step of a park would (services/kit/delivery/offsets.py), so each payload ends here.
     common: dict[str, Any] = {
         "topic_suffix": suffix,
         "kafka": kafka,

@@ -31,7 +31,7 @@ from reag.llm.faults import TRANSIENT_FAULTS, FaultKind, FaultRates, FaultyProvi
 from reag.llm.scripted import FakeProvider
 from reag.llm.settings import LLMSettings
 from reag.v1 import events_pb2 as pb
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.settings import DeliverySettings
 from services.kit.topology import ServiceSpec
 

@@ -6,7 +6,7 @@ schema of its own on the machine's PostgreSQL, reached through a TCP proxy
 never touched. Oracles and verdicts of ``cases`` test cases are produced at a
 steady rate; a third of the way in, the proxy is cut for ``outage_s`` seconds.
 Events met by the outage wait with their partition paused and are retried with
-backoff (services.kit.consume); none may be dead-lettered. Afterwards the
+backoff (services.kit.delivery); none may be dead-lettered. Afterwards the
 ledger's own rows are counted per case: cases in, complete results out, cases
 with more rows than criteria (doubled), and dead letters.
 

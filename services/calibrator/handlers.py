@@ -28,7 +28,7 @@ from reag.v1 import events_pb2 as pb
 from services.calibrator.publish import threshold_emits
 from services.calibrator.settings import CalibratorSettings
 from services.kit.codec import BadEventError
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.topology import REVIEWS, SERVICES, THRESHOLDS, suffixed
 
 log = logging.getLogger("reag.calibrator")

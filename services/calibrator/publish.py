@@ -12,8 +12,8 @@ from aiokafka import AIOKafkaProducer
 
 from reag.judging.decision import threshold_key
 from reag.v1 import events_pb2 as pb
-from services.kit.admin import client_options
-from services.kit.consume import CONTENT_TYPE, Emit
+from services.kit.client_options import client_options
+from services.kit.delivery import CONTENT_TYPE, Emit
 from services.kit.settings import KafkaSettings
 from services.kit.topology import THRESHOLDS
 

@@ -24,7 +24,7 @@ from reag.traffic.shadow import ShadowGate
 from reag.v1 import events_pb2 as pb
 from services.elicitor.settings import ElicitorSettings
 from services.kit.codec import BadEventError, quoted_id
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.topology import INTENTIONS, SERVICES, TRAFFIC, suffixed
 
 log = logging.getLogger("reag.elicitor")

@@ -34,7 +34,7 @@ from reag.traffic.policy import PolicyDirectory
 from reag.traffic.redaction import Redactor
 from services.elicitor.settings import ElicitorSettings
 from services.kit.codec import BadEventError, check_payload
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.topology import OTLP_SPANS, SERVICES, TRAFFIC, suffixed
 
 log = logging.getLogger("reag.elicitor.otlp")

@@ -30,7 +30,7 @@ from reag.llm.client import LLMClient
 from reag.trust.audit import is_audit
 from reag.v1 import events_pb2 as pb
 from services.judge.settings import JudgeSettings
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.topology import (
     ABSTAINS,
     JUDGE_TIER,

@@ -14,7 +14,7 @@ import logging
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from reag.v1 import events_pb2 as pb
-from services.kit.admin import client_options
+from services.kit.client_options import client_options
 from services.kit.codec import BadEventError, decode_event
 from services.kit.settings import KafkaSettings
 

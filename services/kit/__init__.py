@@ -1,1 +1,1 @@
-"""What every reag service shares. See ``consume`` for the delivery rules."""
+"""What every reag service shares. See ``services.kit.delivery`` for the delivery rules."""

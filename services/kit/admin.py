@@ -8,28 +8,9 @@ import contextlib
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
-from services.kit.broker import security_for
+from services.kit.client_options import client_options
 from services.kit.settings import KafkaSettings
 from services.kit.topology import TOPICS, TopicSpec
-
-
-def client_options(kafka: KafkaSettings) -> dict[str, object]:
-    """Connection keyword arguments for any aiokafka client (admin, consumer, producer)."""
-    security = security_for(kafka)
-    kwargs: dict[str, object] = {
-        "bootstrap_servers": kafka.bootstrap_servers,
-        "security_protocol": kafka.security_protocol,
-    }
-    if security is not None and security.ssl_context is not None:
-        kwargs["ssl_context"] = security.ssl_context
-    if kafka.security_protocol.startswith("SASL"):
-        assert kafka.sasl_password is not None
-        kwargs |= {
-            "sasl_mechanism": kafka.sasl_mechanism,
-            "sasl_plain_username": kafka.sasl_username,
-            "sasl_plain_password": kafka.sasl_password.get_secret_value(),
-        }
-    return kwargs
 
 
 def _admin(kafka: KafkaSettings) -> AIOKafkaAdminClient:

@@ -110,7 +110,8 @@ def decode_event(value: bytes | None, event_type: type[M], *, max_bytes: int) ->
         event.ParseFromString(value)
     except (DecodeError, ValueError) as exc:
         raise BadEventError(
-            "undecodable", f"not a valid protobuf {event_type.__name__}: {exc}"
+            "undecodable",
+            f"not a valid protobuf {event_type.__name__} ({type(exc).__name__})",
         ) from exc
     validate_event(event)
     return event

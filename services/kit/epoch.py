@@ -24,7 +24,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 from faststream.kafka import KafkaBroker
 
-from services.kit.admin import client_options
+from services.kit.client_options import client_options
 from services.kit.settings import KafkaSettings
 
 log = logging.getLogger("reag.broker")

@@ -37,6 +37,9 @@ except ImportError:  # pragma: no cover
 FaultKind = Literal["database", "broker", "llm", "budget", "network", "park_full"]
 
 APP_NOT_LOADED = "app_not_loaded"
+# An event whose tries met transient faults past DeliverySettings.max_transient_attempts or
+# max_transient_s: dead-lettered with its original bytes, replayable once the cause is gone.
+TRANSIENT_EXHAUSTED = "transient_exhausted"
 # Model output kept in a dead letter's header, for the person fixing the prompt or model:
 # a short excerpt, since model output may quote the user's text.
 LLM_OUTPUT_EXCERPT_CHARS = 200
@@ -114,23 +117,46 @@ def _infrastructure(exc: BaseException) -> FaultKind | None:
     return None
 
 
-def _named(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
 def _invalid_output(exc: Any) -> Fault:
     output = {"x-reag-llm-output": exc.raw[:LLM_OUTPUT_EXCERPT_CHARS]}
-    return Poison("llm_output_invalid", str(exc), output)
+    return Poison(
+        "llm_output_invalid",
+        f"the model's output stayed invalid after repair ({type(exc).__name__}); use a model "
+        "that follows JSON schemas; the x-reag-llm-output header holds an excerpt",
+        output,
+    )
+
+
+def _llm_refused(exc: BaseException) -> Fault:
+    return Poison(
+        "llm_error",
+        f"the LLM layer refused for good ({type(exc).__name__}); check the provider, the key "
+        "and the model, then `reag dlq replay --reason llm_error`",
+    )
+
+
+def processing_error(exc: BaseException) -> Poison:
+    """A bug: the letter names the exception's type, never its message (which may quote the
+    event); the service's log has the traceback's frames."""
+    return Poison(
+        "processing_error",
+        f"a bug ({type(exc).__name__}); the service's log has the traceback (ids only); "
+        "replay once fixed",
+    )
 
 
 # reag's own exception types say what they are; the first match wins (subclasses first).
+# Reasons are reag's own sentences (BadEventError's and AppNotLoadedError's are written to
+# quote no more than an id) or fixed text with the exception's type: an exception's message
+# may quote user data (a driver's SQL parameters, a provider's echo of the prompt), so it
+# never reaches a dead letter or a log.
 _KNOWN: tuple[tuple[type[BaseException], Callable[[Any], Fault]], ...] = (
     (AppNotLoadedError, lambda e: NotLoaded(e.app, str(e))),
     (BadEventError, lambda e: Poison(e.error_type, e.reason)),
     (StructuredOutputError, _invalid_output),
     (BudgetExceededError, lambda e: Transient("budget", type(e).__name__)),
     (TransientLLMError, lambda e: Transient("llm", type(e).__name__)),
-    (LLMError, lambda e: Poison("llm_error", _named(e))),
+    (LLMError, _llm_refused),
     (UndeclaredTopicError, lambda e: Poison("processing_error", str(e))),
 )
 
@@ -157,4 +183,10 @@ def classify(exc: BaseException) -> Fault:
         kind = "network"
     if kind is not None:
         return Transient(kind, type(exc).__name__)
-    return Poison("processing_error", _named(exc))
+    return processing_error(exc)
+
+
+def too_large(exc: BaseException) -> bool:
+    """Whether a publish failed for the message's size (the producer's or the broker's limit):
+    not transient, since the same bytes fail the same way every time."""
+    return any(isinstance(link, _OUTPUT_TOO_LARGE) for link in _chain(exc))

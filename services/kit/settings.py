@@ -110,6 +110,41 @@ class DeliverySettings(BaseModel):
             "causes (a parked event holds back its partition's committed offset)."
         ),
     )
+    park_max_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1,
+        description=(
+            "Bytes (values, keys and headers) one consumer may hold parked; when the next "
+            "event would pass it, the partition pauses as when park_max_events is reached. An "
+            "empty park always takes one event, so an event larger than this still parks."
+        ),
+    )
+    max_transient_attempts: int = Field(
+        default=30,
+        ge=1,
+        description=(
+            "Tries of one event that may meet a transient fault; the last failed try "
+            "dead-letters it as transient_exhausted (replayable with `reag dlq replay`), so "
+            "a fault the event itself causes cannot hold its partition forever."
+        ),
+    )
+    max_transient_s: float = Field(
+        default=1800.0,
+        gt=0,
+        description=(
+            "Seconds from an event's first transient fault after which a further fault "
+            "dead-letters it as transient_exhausted, whatever the count of tries."
+        ),
+    )
+    dead_letter_max_bytes: int = Field(
+        default=1_000_000,
+        ge=4096,
+        description=(
+            "Largest dead letter written: a larger one has its payload cut to fit, with a note "
+            "of the sizes before and after, and is no longer replayable. Below Apache Kafka's "
+            "default message.max.bytes (1,048,588) and the producer's max request size."
+        ),
+    )
 
 
 class ServiceSettings(ReagSettings):

@@ -14,7 +14,7 @@ from faststream.kafka import KafkaRouter
 
 from reag.ledger.store import LedgerStore, LedgerUpdate
 from reag.v1 import events_pb2 as pb
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.topology import ABSTAINS, ORACLES, RESULTS, REVIEWS, SERVICES, VERDICTS, suffixed
 from services.ledger.settings import LedgerSettings
 

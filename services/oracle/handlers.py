@@ -12,7 +12,7 @@ from faststream.kafka import KafkaRouter
 
 from reag.oracle.writer import OracleWriter, judge_requests, oracle_event
 from reag.v1 import events_pb2 as pb
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.topology import INTERPRETATIONS, JUDGE_TIER, ORACLES, SERVICES, suffixed
 from services.oracle.settings import OracleSettings
 

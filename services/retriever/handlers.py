@@ -12,7 +12,7 @@ from reag.corpus.model import Document
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retrieval, Retriever
 from reag.v1 import events_pb2 as pb
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.faults import AppNotLoadedError
 from services.kit.topology import INTENTIONS, INTERPRETATIONS, SERVICES, suffixed
 from services.retriever.settings import RetrieverSettings

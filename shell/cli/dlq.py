@@ -14,9 +14,12 @@ so no result is doubled (docs/operations.md, "Dead letters").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
+import textwrap
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -83,12 +86,22 @@ def _kafka(bootstrap: str | None) -> KafkaSettings:
     return kafka
 
 
-def _read(bootstrap: str | None) -> list[StoredLetter]:
-    from shell.kafka_io.dlq import read_dead_letters
+def _stream(bootstrap: str | None, consume: Callable[[StoredLetter], bool]) -> None:
+    """Hand every dead letter to ``consume`` as it is read, until it returns False; the
+    topic is streamed (shell.kafka_io.dlq), never held in memory."""
+    from shell.kafka_io.dlq import stream_dead_letters
 
     kafka = _kafka(bootstrap)
+
+    async def run() -> None:
+        letters = stream_dead_letters(kafka)
+        async with contextlib.aclosing(letters):
+            async for letter in letters:
+                if not consume(letter):
+                    return
+
     try:
-        return asyncio.run(read_dead_letters(kafka))
+        asyncio.run(run())
     except Exception as exc:  # aiokafka's connection errors share no stubbed base
         raise _fail(
             f"cannot read the dead-letter topic at {kafka.bootstrap_servers} "
@@ -98,17 +111,13 @@ def _read(bootstrap: str | None) -> list[StoredLetter]:
         ) from exc
 
 
-def _selected(
-    bootstrap: str | None,
-    reason: str | None,
-    since: str | None,
-    app: str | None,
-    service: str | None,
-) -> list[StoredLetter]:
-    from shell.kafka_io.dlq import select
+def _filter(
+    reason: str | None, since: str | None, app: str | None, service: str | None
+) -> Callable[[StoredLetter], bool]:
+    from shell.kafka_io.dlq import matches
 
     cutoff = parse_since(since)
-    return select(_read(bootstrap), reason=reason, since=cutoff, app=app, service=service)
+    return lambda s: matches(s, reason=reason, since=cutoff, app=app, service=service)
 
 
 def summary(stored: StoredLetter) -> dict[str, Any]:
@@ -126,7 +135,8 @@ def summary(stored: StoredLetter) -> dict[str, Any]:
         "offset": letter.offset,
         "key": letter.key.decode("utf-8", "replace"),
         "app": stored.app,
-        "size_bytes": len(letter.value),
+        "size_bytes": stored.size_bytes,
+        "cut": stored.cut or None,
     }
 
 
@@ -161,16 +171,30 @@ def list_letters(  # noqa: PLR0917 - typer maps each option to one parameter
     bootstrap: Bootstrap = None,
     as_json: AsJson = False,
 ) -> None:
-    """Dead letters, oldest first, with counts by reason; payloads by size only."""
-    rows = [summary(s) for s in _selected(bootstrap, reason, since, app, service)]
+    """Dead letters, oldest first per partition, with counts by reason; payloads by size only.
+
+    Rows are printed as they are read (``--json``: a JSON array, streamed)."""
+    wanted = _filter(reason, since, app, service)
+    counts: Counter[str] = Counter()
+
+    def show_row(stored: StoredLetter) -> bool:
+        if not wanted(stored):
+            return True
+        row = summary(stored)
+        if as_json:
+            item = textwrap.indent(json.dumps(row, indent=2), "  ")
+            typer.echo(("[\n" if not counts else ",\n") + item, nl=False)
+        else:
+            typer.echo(_line(row))
+        counts[row["error_type"]] += 1
+        return True
+
+    _stream(bootstrap, show_row)
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo("\n]" if counts else "[]")
         return
-    for row in rows:
-        typer.echo(_line(row))
-    counts = Counter(row["error_type"] for row in rows)
     by_reason = ", ".join(f"{k} {v}" for k, v in counts.most_common()) or "none"
-    typer.echo(f"{len(rows)} dead letter(s): {by_reason}")
+    typer.echo(f"{counts.total()} dead letter(s): {by_reason}")
 
 
 @dlq_cli.command("show")
@@ -180,7 +204,14 @@ def show(
     as_json: AsJson = False,
 ) -> None:
     """One dead letter in full, but its payload (size only) and user-bearing headers."""
-    found = [s for s in _read(bootstrap) if s.where == where]
+    found: list[StoredLetter] = []
+
+    def find(stored: StoredLetter) -> bool:
+        if stored.where == where:
+            found.append(stored)
+        return not found
+
+    _stream(bootstrap, find)
     if not found:
         raise _fail(f"no dead letter at {where} (give PARTITION:OFFSET as `reag dlq list` shows)")
     row = details(found[0])
@@ -208,33 +239,36 @@ def replay(  # noqa: PLR0917 - typer maps each option to one parameter
     bootstrap: Bootstrap = None,
     as_json: AsJson = False,
 ) -> None:
-    """Send the selected letters' events back to their original topics, keyed as before."""
+    """Send the selected letters' events back to their original topics, keyed as before.
+
+    A letter whose payload was cut to fit the dead-letter topic is counted, not sent."""
     from shell.kafka_io.dlq import replay as send_back
 
-    chosen = _selected(bootstrap, reason, since, app, service)
-    sent = 0
-    if not dry_run and chosen:
-        try:
-            sent = asyncio.run(send_back(_kafka(bootstrap), chosen))
-        except Exception as exc:  # aiokafka's producer errors share no stubbed base
-            raise _fail(f"replay stopped: {type(exc).__name__}", code=1) from exc
-    by_topic = Counter(s.letter.topic for s in chosen)
-    by_reason = Counter(s.letter.error_type for s in chosen)
+    wanted = _filter(reason, since, app, service)
+    kafka = _kafka(bootstrap)
+    try:
+        done = asyncio.run(send_back(kafka, wanted, dry_run=dry_run))
+    except Exception as exc:  # aiokafka's errors share no stubbed base
+        raise _fail(f"replay stopped: {type(exc).__name__}", code=1) from exc
     report = {
-        "matched": len(chosen),
-        "replayed": sent,
+        "matched": done.matched,
+        "replayed": done.replayed,
+        "not_replayable": done.not_replayable,
         "dry_run": dry_run,
-        "by_topic": dict(by_topic),
-        "by_reason": dict(by_reason),
+        "by_topic": dict(done.by_topic),
+        "by_reason": dict(done.by_reason),
     }
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
     verb = "would replay" if dry_run else "replayed"
+    sendable = done.matched - done.not_replayable
     typer.echo(
-        f"{verb} {len(chosen) if dry_run else sent} of {len(chosen)} matching dead letter(s)"
+        f"{verb} {sendable if dry_run else done.replayed} of {done.matched} matching dead letter(s)"
     )
-    for topic, n in by_topic.most_common():
+    if done.not_replayable:
+        typer.echo(f"  {done.not_replayable} not replayable: payload cut to fit (x-reag-cut)")
+    for topic, n in done.by_topic.most_common():
         typer.echo(f"  {topic}: {n}")
 
 

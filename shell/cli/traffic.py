@@ -20,7 +20,6 @@ import typer
 if TYPE_CHECKING:
     from reag.traffic.redaction import RedactionPolicy
     from reag.traffic.replay import ReplayRow, RowError
-    from services.kit.settings import KafkaSettings
 
 traffic_cli = typer.Typer(
     name="traffic", help="Live traffic into reag: replay an app's logs.", no_args_is_help=True
@@ -52,22 +51,6 @@ def _app_and_policy(app_name: str | None, manifest: Path | None) -> tuple[str, R
     return config.name, config.traffic_policy().redaction
 
 
-def _producer_options(kafka: KafkaSettings) -> dict[str, Any]:
-    """The service settings' security (REAG_KAFKA__*) in aiokafka's own words."""
-    options: dict[str, Any] = {"security_protocol": kafka.security_protocol}
-    context = kafka.ssl_context()
-    if context is not None:
-        options["ssl_context"] = context
-    if kafka.security_protocol.startswith("SASL"):
-        assert kafka.sasl_password is not None  # KafkaSettings checked it
-        options |= {
-            "sasl_mechanism": kafka.sasl_mechanism,
-            "sasl_plain_username": kafka.sasl_username,
-            "sasl_plain_password": kafka.sasl_password.get_secret_value(),
-        }
-    return options
-
-
 def _read(file: Path, maps: list[str], fmt: str | None) -> tuple[list[ReplayRow], list[RowError]]:
     from reag.traffic.replay import FieldMap, ReplayError, RowError, detect_format, replay
 
@@ -97,6 +80,7 @@ def _send(
 ) -> tuple[int, int]:
     """Produce through the recorder, paced to ``rate`` per second; (recorded, failed)."""
     from reag.client import Recorder
+    from services.kit.client_options import security_options
     from services.kit.settings import ServiceSettings
 
     kafka = ServiceSettings().kafka
@@ -110,7 +94,7 @@ def _send(
         # The whole file may wait for Kafka: a replay is paced by --rate, never dropped.
         queue_size=max(1, len(rows)),
         client_id="reag-traffic-send",
-        producer_options=_producer_options(kafka),
+        producer_options=security_options(kafka),
         close_timeout_s=timeout_s,
     )
     started = time.monotonic()

@@ -19,7 +19,7 @@ from faststream.kafka.message import KafkaMessage
 from reag.review.session import SourceItem
 from reag.v1 import events_pb2 as pb
 from services.kit.broker import make_broker
-from services.kit.consume import CONTENT_TYPE
+from services.kit.delivery import CONTENT_TYPE
 from services.kit.settings import ServiceSettings
 from services.kit.topology import ABSTAINS, REVIEWS
 

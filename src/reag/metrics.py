@@ -218,7 +218,7 @@ CASES_STUCK = Gauge(
     ["app"],
 )
 
-# --- Delivery: transient faults wait, apps not loaded yet park (services.kit.consume) ----
+# --- Delivery: transient faults wait, apps not loaded yet park (services.kit.delivery) ---
 TRANSIENT_RETRIES = Counter(
     "reag_transient_retries_total",
     "Events put back on their paused partition after a transient fault, by the fault's kind "
@@ -233,6 +233,17 @@ PAUSED_PARTITIONS = Gauge(
 PARKED_EVENTS = Gauge(
     "reag_parked_events",
     "Events waiting in a service's park for their app's corpus to be loaded.",
+    ["service", "topic"],
+)
+DEAD_LETTERS_CUT = Counter(
+    "reag_dead_letters_cut_total",
+    "Dead letters whose payload was cut to fit the dead-letter topic (not replayable).",
+    ["service", "topic"],
+)
+DEAD_LETTERS_LOST = Counter(
+    "reag_dead_letters_lost_total",
+    "Events the broker refused even as a bare dead letter, for a reason that is not "
+    "transient: committed without a letter so the partition goes on; alert on any.",
     ["service", "topic"],
 )
 PARK_EXITS = Counter(

@@ -21,7 +21,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from reag.ids import case_id_for
 from reag.v1 import events_pb2 as pb
 
-# The headers every reag producer puts on an event (services/kit/consume.py does the same).
+# The headers every reag producer puts on an event (services/kit/delivery/outputs.py does the same).
 CONTENT_TYPE = "application/x-protobuf"
 TRAFFIC_HEADERS: tuple[tuple[str, bytes], ...] = (
     ("content-type", CONTENT_TYPE.encode()),

@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY
 
 from reag.v1 import events_pb2 as pb
 from services.kit.broker import make_broker
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.settings import DeliverySettings, KafkaSettings
 from services.kit.testing import read_values
 from services.kit.topology import DLQ, ServiceSpec

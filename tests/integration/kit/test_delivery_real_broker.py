@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 import pytest
@@ -13,13 +14,16 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from faststream.kafka import KafkaBroker, KafkaRouter
 from prometheus_client import REGISTRY
 from sqlalchemy import exc as sa_exc
+from typer.testing import CliRunner
 
+from reag.llm.base import RateLimitedError
 from reag.v1 import events_pb2 as pb
 from services.kit.broker import make_broker
-from services.kit.consume import Delivery, Emit, consume
+from services.kit.delivery import Delivery, Emit, consume
 from services.kit.settings import DeliverySettings, KafkaSettings
 from services.kit.testing import produce_events, read_values, until
 from services.kit.topology import DLQ, ServiceSpec
+from shell.cli.main import app as reag
 
 pytestmark = [pytest.mark.kafka]
 
@@ -41,6 +45,9 @@ class Service:
         suffix: str,
         fail: Callable[[pb.Traffic], None],
         app_known: Callable[[str], bool] | None = None,
+        *,
+        delivery: DeliverySettings = DELIVERY,
+        scrub: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self.name = f"svc-{suffix}"
         self.inp, self.out = f"in-{suffix}", f"out-{suffix}"
@@ -55,7 +62,8 @@ class Service:
             pb.Traffic,
             max_event_bytes=4096,
             app_known=app_known,
-            delivery=DELIVERY,
+            scrub=scrub,
+            delivery=delivery,
             registry=self.flows,
         )
         async def to_intention(event: pb.Traffic) -> Emit:
@@ -174,3 +182,76 @@ async def test_an_app_not_loaded_parks_holds_the_commit_and_flows_when_its_corpu
     assert committed == 3
     exits = {"service": service.name, "topic": service.inp, "outcome": "processed"}
     assert _metric("reag_park_exits_total", exits) == 1
+
+
+async def test_a_dead_letter_too_large_for_the_producer_is_cut_and_the_partition_moves_on(
+    kafka_bootstrap: str, topic_suffix: str
+) -> None:
+    def fine(event: pb.Traffic) -> None:
+        return None
+
+    # An oversized event's letter keeps its bytes; a scrub that doubles them (redaction can
+    # nearly double an event) makes the letter larger than the producer's 1 MiB request.
+    # Today's main returns that refusal as a transient fault and retries it forever.
+    service = Service(kafka_bootstrap, topic_suffix, fine, scrub=lambda data: data + data)
+    big = pb.Traffic(query="q" * 600_000, actual_response="r")
+    big.meta.case_id, big.meta.app, big.meta.schema_version = "big", "demo", 1
+    await produce_events(kafka_bootstrap, service.inp, [big, traffic("after")], "one-partition")
+    async with service.broker:
+        await service.broker.start()
+        cases = await service.outputs(1)
+        committed = await service.committed_at_least(2)
+    (letter,) = await service.letters()
+    assert cases == ["after"]  # the event behind the big one was not held back
+    assert committed == 2
+    assert letter.error_type == "oversized"
+    assert 0 < len(letter.value) < 2 * big.ByteSize()
+    assert f"of {2 * big.ByteSize()} bytes kept; not replayable" in letter.reason
+    cut = {"service": service.name, "topic": service.inp}
+    assert _metric("reag_dead_letters_cut_total", cut) == 1
+
+
+def reag_cli(*args: str) -> Any:
+    """The CLI in a thread: its commands run their own event loop."""
+    return asyncio.to_thread(CliRunner().invoke, reag, list(args))
+
+
+async def test_an_event_whose_transient_faults_outlast_the_cap_is_dead_lettered_and_replayed(
+    kafka_bootstrap: str, topic_suffix: str
+) -> None:
+    broken = {"on": True}
+
+    def fail(event: pb.Traffic) -> None:
+        if broken["on"] and event.meta.case_id == "slow":
+            raise RateLimitedError("the provider times out on this event's prompt")
+
+    capped = DELIVERY.model_copy(update={"max_transient_attempts": 2})
+    service = Service(kafka_bootstrap, topic_suffix, fail, delivery=capped)
+    await produce_events(
+        kafka_bootstrap, service.inp, [traffic("slow"), traffic("next")], "one-partition"
+    )
+    async with service.broker:
+        await service.broker.start()
+        first = await service.outputs(1)
+        committed = await service.committed_at_least(2)
+        (letter,) = await service.letters()
+        assert letter.error_type == "transient_exhausted"
+        assert "RateLimitedError" in letter.reason
+        broken["on"] = False  # the cause is fixed
+        replayed = await reag_cli(
+            "dlq",
+            "replay",
+            "--reason",
+            "transient_exhausted",
+            "--service",
+            service.name,
+            "--bootstrap",
+            kafka_bootstrap,
+            "--json",
+        )
+        assert replayed.exit_code == 0, replayed.output
+        assert '"replayed": 1' in replayed.output
+        cases = await service.outputs(2)
+    assert first == ["next"]  # the capped event stopped holding its partition
+    assert committed == 2
+    assert cases == ["next", "slow"]

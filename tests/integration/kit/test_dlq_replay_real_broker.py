@@ -16,7 +16,7 @@ from reag.ledger.store import LedgerStore, LedgerUpdate
 from reag.v1 import events_pb2 as pb
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.settings import DeliverySettings, KafkaSettings
 from services.kit.testing import produce_events, read_events, read_values
 from services.kit.topology import (
@@ -147,6 +147,7 @@ async def test_dlq_list_show_and_replay_round_trip(
         assert json.loads(replayed.output) == {
             "matched": 1,
             "replayed": 1,
+            "not_replayable": 0,
             "dry_run": False,
             "by_topic": {inp: 1},
             "by_reason": {"app_not_loaded": 1},

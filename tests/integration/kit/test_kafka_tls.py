@@ -20,7 +20,7 @@ from faststream.kafka import KafkaRouter
 
 from reag.v1 import events_pb2 as pb
 from services.kit.broker import make_broker
-from services.kit.consume import Emit, consume
+from services.kit.delivery import Emit, consume
 from services.kit.settings import KafkaSettings
 from services.kit.topology import DLQ, ServiceSpec
 from tests.kafka_tls_proxy import KafkaTlsProxy, tansu_behind

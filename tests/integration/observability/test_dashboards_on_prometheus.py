@@ -55,7 +55,7 @@ SCRAPE_S = 1
 # (dashboard uid, panel title) -> why this run leaves it empty.
 EXPECTED_EMPTY_PANELS = {
     ("reag-overview", "Handler exceptions"): (
-        "services/kit/consume.py turns every handler failure into a dead letter, so "
+        "services/kit/delivery turns every handler failure into a dead letter, so "
         "FastStream counts an exception only when even the dead letter cannot be published"
     ),
     ("reag-overview", "Publish failures"): (

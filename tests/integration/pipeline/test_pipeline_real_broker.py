@@ -248,7 +248,7 @@ async def test_each_kind_of_bad_input_is_dead_lettered_and_the_next_good_event_f
     assert oracle_letter.topic == INTERPRETATIONS + suffix
     assert oracle_letter.error_type == "llm_output_invalid"
     assert pb.Interpretation.FromString(oracle_letter.value).meta.case_id == poisoned
-    assert "no valid oracle after 2 attempts" in oracle_letter.reason
+    assert "(OracleInvalidError)" in oracle_letter.reason
     reasons = {x.error_type: x.reason for x in letters}
     assert "REAG_KAFKA__MAX_EVENT_BYTES" in reasons["oversized"]
     assert "no-such-app" in reasons["app_not_loaded"]

@@ -29,7 +29,7 @@ def stored(offset: int, error_type: str, app: str, minutes_ago: int) -> StoredLe
         error_type=error_type,
     )
     letter.failed_at.FromDatetime(NOW - timedelta(minutes=minutes_ago))
-    return StoredLetter(0, offset, letter, app_of(letter), 0)
+    return StoredLetter(0, offset, letter, app_of(letter), len(letter.value))
 
 
 def test_since_takes_durations_and_times() -> None:

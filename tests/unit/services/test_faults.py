@@ -24,7 +24,7 @@ from reag.llm.base import (
 )
 from reag.v1 import events_pb2 as pb
 from services.kit.codec import BadEventError
-from services.kit.consume import Delivery, Emit, backoff, consume
+from services.kit.delivery import Delivery, Emit, backoff, consume
 from services.kit.faults import (
     LLM_OUTPUT_EXCERPT_CHARS,
     AppNotLoadedError,
@@ -118,18 +118,19 @@ def test_backoff_doubles_up_to_its_cap() -> None:
 # --- under FastStream's TestKafkaBroker -------------------------------------------------
 
 
-def _traffic(case: str, app: str = "demo") -> bytes:
+def traffic_bytes(case: str, app: str = "demo") -> bytes:
     event = pb.Traffic(query="q", actual_response="r")
     event.meta.case_id, event.meta.app, event.meta.schema_version = case, app, 1
     return event.SerializeToString()
 
 
-def _service(
+def service_under_test(
     name: str,
     handler: Callable[[pb.Traffic], Any],
     *,
     app_known: Callable[[str], bool] | None = None,
     delivery: DeliverySettings = FAST,
+    scrub: Callable[[bytes], bytes] | None = None,
 ) -> tuple[KafkaBroker, dict[str, list[bytes]], dict[str, Delivery]]:
     inp, out = f"in-{name}", f"out-{name}"
     spec = ServiceSpec(name, consumes=(inp,), produces=(out,))
@@ -143,6 +144,7 @@ def _service(
         pb.Traffic,
         max_event_bytes=4096,
         app_known=app_known,
+        scrub=scrub,
         delivery=delivery,
         registry=flows,
     )
@@ -196,12 +198,12 @@ async def test_a_transient_fault_waits_and_retries_and_never_dead_letters(
             failures["left"] -= 1
             raise fault
 
-    broker, got, _ = _service(name, flaky)
+    broker, got, _ = service_under_test(name, flaky)
     kind = classify(fault)
     assert isinstance(kind, Transient)
     before = _retries(name, kind.kind)
     async with TestKafkaBroker(broker) as test_broker:
-        await test_broker.publish(_traffic("c1"), f"in-{name}", key=b"c1")
+        await test_broker.publish(traffic_bytes("c1"), f"in-{name}", key=b"c1")
     assert [pb.Intention.FromString(v).meta.case_id for v in got[f"out-{name}"]] == ["c1"]
     assert got[DLQ] == []
     assert _retries(name, kind.kind) - before == 3
@@ -214,10 +216,10 @@ async def test_an_event_of_an_app_not_loaded_parks_without_blocking_other_apps()
     async def ok(event: pb.Traffic) -> None:
         return None
 
-    broker, got, flows = _service(name, ok, app_known=lambda app: app in loaded)
+    broker, got, flows = service_under_test(name, ok, app_known=lambda app: app in loaded)
     async with TestKafkaBroker(broker) as test_broker:
         for case, app in (("l1", "late"), ("d1", "demo"), ("l2", "late"), ("d2", "demo")):
-            await test_broker.publish(_traffic(case, app), f"in-{name}", key=case.encode())
+            await test_broker.publish(traffic_bytes(case, app), f"in-{name}", key=case.encode())
         flow = flows[f"in-{name}"]
         cases = [pb.Intention.FromString(v).meta.case_id for v in got[f"out-{name}"]]
         assert cases == ["d1", "d2"]  # the other app's events were not held back
@@ -236,13 +238,15 @@ async def test_a_parked_event_is_dead_lettered_as_app_not_loaded_when_its_time_i
         return None
 
     delivery = DeliverySettings(retry_initial_s=0.01, retry_max_s=0.05, park_s=0.3)
-    broker, got, flows = _service(name, ok, app_known=lambda app: False, delivery=delivery)
+    broker, got, flows = service_under_test(
+        name, ok, app_known=lambda app: False, delivery=delivery
+    )
     async with TestKafkaBroker(broker) as test_broker:
-        await test_broker.publish(_traffic("n1", "never"), f"in-{name}", key=b"n1")
+        await test_broker.publish(traffic_bytes("n1", "never"), f"in-{name}", key=b"n1")
         assert await until(lambda: bool(got[DLQ]), 30)
     (letter,) = [pb.DeadLetter.FromString(v) for v in got[DLQ]]
     assert letter.error_type == "app_not_loaded"
-    assert letter.value == _traffic("n1", "never")
+    assert letter.value == traffic_bytes("n1", "never")
     assert flows[f"in-{name}"].parked == 0
     assert got[f"out-{name}"] == []
 
@@ -279,8 +283,13 @@ class RecordingConsumer(AIOKafkaConsumer):  # type: ignore[misc]
 
 
 class Record:
-    def __init__(self, offset: int, app: str) -> None:
-        self.topic, self.partition, self.offset, self.app = "t", 0, offset, app
+    def __init__(self, offset: int, app: str, *, partition: int = 0, size: int = 10) -> None:
+        self.topic, self.partition, self.offset, self.app = "t", partition, offset, app
+        self.key, self.value, self.headers = b"k", b"v" * size, ()
+
+
+async def never_gives_up(record: Any, poison: Poison) -> Any:
+    raise AssertionError(f"no event here may exhaust its transient tries ({poison.reason})")
 
 
 async def test_commits_stop_at_the_first_parked_offset_and_a_fault_pauses_and_seeks_back() -> None:
@@ -296,7 +305,7 @@ async def test_commits_stop_at_the_first_parked_offset_and_a_fault_pauses_and_se
 
     tp = TopicPartition("t", 0)
     consumer = RecordingConsumer({tp})
-    flow = Delivery("svc", "t", FAST, attempt)
+    flow = Delivery("svc", "t", FAST, attempt, never_gives_up)
     await flow.handle(Record(0, "demo"), consumer)
     await flow.handle(Record(1, "late"), consumer)  # parked
     await flow.handle(Record(2, "demo"), consumer)
@@ -325,7 +334,7 @@ async def test_a_revoked_partition_forgets_its_parked_events() -> None:
 
     tp = TopicPartition("t", 0)
     consumer = RecordingConsumer({tp})
-    flow = Delivery("svc-revoke", "t", FAST, attempt)
+    flow = Delivery("svc-revoke", "t", FAST, attempt, never_gives_up)
     await flow.handle(Record(5, "late"), consumer)
     assert flow.parked == 1
     flow.revoked({tp})
