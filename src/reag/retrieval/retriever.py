@@ -56,6 +56,7 @@ from reag.retrieval.bm25 import Bm25Kernel
 from reag.retrieval.embedding import Embedder, EmbeddingKernel
 from reag.retrieval.fusion import reciprocal_rank_fusion
 from reag.retrieval.icralm import IcralmKernel
+from reag.retrieval.pinned import pinned_addresses, with_pinned
 from reag.retrieval.rerank import LlmReranker, reranked_scores
 from reag.retrieval.score_cache import ScoreCache
 from reag.v1 import events_pb2 as pb
@@ -110,6 +111,17 @@ class RetrieverConfig(BaseModel):
     )
     max_k: int = Field(default=8, ge=1, description="Largest k adaptive selection may choose.")
     min_k: int = Field(default=1, ge=1, description="Smallest k adaptive selection may choose.")
+    pin_persona: bool = Field(
+        default=False,
+        description="Always select the persona document of the intention's category.",
+    )
+    pin_always: bool = Field(
+        default=False,
+        description=(
+            "Always select the documents the manifest marks 'always' (scope, safety); "
+            "pinned documents count towards max_k + buffer."
+        ),
+    )
     window: float = Field(
         default=0.5, gt=0, le=1, description="Share of the ranking searched for the largest gap."
     )
@@ -312,10 +324,48 @@ class Retriever:
         choice = self.select(scores)
         if intention.meta.app:
             RETRIEVAL_K.labels(intention.meta.app).observe(choice.k)
-        return Retrieval(
+        retrieval = Retrieval(
             ranking=ranking,
             k=choice.k,
             buffer=choice.buffer,
             kernel=self.config.kernel,
             n_candidates=len(candidates),
+        )
+        return self._pin(retrieval, intention, documents)
+
+    def _pin(
+        self, retrieval: Retrieval, intention: pb.Intention, documents: Sequence[Document]
+    ) -> Retrieval:
+        """The selection with the pinned documents in it (``reag.retrieval.pinned``).
+
+        The selected documents (pinned ones included, a pinned document the kernel did
+        not score at rank 0) come first, then the rest of the ranking; k becomes the
+        number selected and the buffer 0.
+        """
+        config = self.config
+        pins = pinned_addresses(
+            documents,
+            intention.persona.category_id,
+            persona=config.pin_persona,
+            always=config.pin_always,
+        )
+        if not pins:
+            return retrieval
+        by_address = {r.document.address: r for r in retrieval.ranking}
+        order = [r.document.address for r in retrieval.ranking]
+        chosen = with_pinned(
+            order, retrieval.k + retrieval.buffer, pins, config.max_k + config.buffer
+        )
+        documents_by_address = {d.address: d for d in documents}
+        selected = [
+            by_address.get(a) or RankedDocument(documents_by_address[a], -math.inf, 0)
+            for a in chosen
+        ]
+        rest = [r for r in retrieval.ranking if r.document.address not in set(chosen)]
+        return Retrieval(
+            ranking=selected + rest,
+            k=len(selected),
+            buffer=0,
+            kernel=retrieval.kernel,
+            n_candidates=retrieval.n_candidates,
         )
