@@ -584,12 +584,11 @@ async def run_app(
     retriever_config: RetrieverConfig | None = None,
 ) -> tuple[list[CaseRun], Runner]:
     from bench.scoring import pinned_sets
-    from reag.corpus.loader import load_sources
     from reag.corpus.manifest import load_manifest
 
     case_set = load_case_set(CASE_FILES[app])
     manifest = load_manifest(CASE_FILES[app].parent / "app.yaml")
-    documents = load_sources(manifest.corpus_paths(), manifest.name)
+    documents = manifest.load_documents()
     _, (annotators,) = pinned_sets([JUDGE_N], JUDGE_K)
     models = Models(
         args.reasoning_model or args.model,

@@ -147,3 +147,27 @@ def test_fixed_checkers_count_duplicates_undecidable_and_at_most_two_citations()
 def test_the_nutrition_cases_keep_their_calibration_items_for_cross_fitting() -> None:
     cases = load_case_set(CASE_FILES["nutrition"]).cases
     assert all(c.items for c in cases)
+
+
+def test_nutrition_thresholds_are_cross_fitted_without_the_case_s_own_items() -> None:
+    from bench.cases import ALPHA, DELTA, SCORES, cross_fitted_thresholds
+    from reag.calibration import fit_threshold
+    from reag.labelled.snapshot import read_snapshot
+
+    model, version = "local:qwen2.5-coder-1.5b-instruct", "judge-prompt-v4/n1k3s0/c870f0489f95313e"
+    case = load_case_set(CASE_FILES["nutrition"]).cases[0]
+    run = CaseRun(case, [], ["PASS if x"], [0.9], 0.0, 0)
+    thresholds = cross_fitted_thresholds([run], model, version)
+    assert thresholds is not None
+    lines = read_snapshot(next(SCORES.glob("qwen2.5-coder-1.5b-instruct.*n1k3s0*.jsonl")))
+    rows = [v for k, v in lines.items() if k not in case.items and not v.get("example")]
+    fit = fit_threshold(
+        [r["confidence"] for r in rows],
+        [r["verdict"] != r["label"] for r in rows],
+        alpha=ALPHA,
+        delta=DELTA,
+    )
+    assert thresholds[case.id] == fit.threshold
+    assert len(rows) < len(lines)
+    banking = load_case_set(CASE_FILES["banking"]).cases[0]
+    assert cross_fitted_thresholds([CaseRun(banking, [], [], [], 0.0, 0)], model, version) is None
