@@ -51,10 +51,12 @@ async def test_the_retriever_selects_pins_after_its_ranked_choice_within_max_k(
         make_doc("ckd", "Adults with chronic kidney disease.", kind="persona"),
         dataclasses.replace(make_doc("FR-99", "Escalate emergencies."), metadata={"always": True}),
     ]
-    plain = await Retriever(RetrieverConfig(kernel="bm25")).retrieve(SALT, docs)
+    adaptive = {"kernel": "bm25", "selection": "adaptive", "min_k": 1}
+    unpinned = RetrieverConfig(**adaptive, pin_persona=False, pin_always=False)
+    plain = await Retriever(unpinned).retrieve(SALT, docs)
     assert [r.document.local_id for r in plain.selected] == ["FR-2"]
 
-    config = RetrieverConfig(kernel="bm25", pin_persona=True, pin_always=True, max_k=3)
+    config = RetrieverConfig(**adaptive, pin_persona=True, pin_always=True, max_k=3)
     pinned = await Retriever(config).retrieve(SALT, docs)
     assert [r.document.address for r in pinned.selected] == [
         "requirement/FR-2",
