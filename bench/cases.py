@@ -526,7 +526,10 @@ def report(
             calibrated_outcome(r.p_yes, calibrated.get(r.case.id)) for r in runs
         ]
     else:
-        lines.append("  calibrated: no thresholds for this app yet (issue 20); raw leaning only")
+        lines.append(
+            "  calibrated: no thresholds (no labels for this app until issue 20, or no committed "
+            "scores of this judge); raw leaning only"
+        )
     kinds = sorted({r.case.kind for r in runs if r.case.kind})
     for name, outcomes in outcome_sets.items():
         every = Outcomes(tuple((r.case.expected, o) for r, o in zip(runs, outcomes, strict=True)))
