@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from bench.case_sets import CASE_FILES, HELD_OUT, Case, load_case_set
 
@@ -163,6 +163,38 @@ class Clients:
             await client.aclose()
 
 
+class RawRecorder:
+    """An LLM client that keeps the raw text of every structured answer it passes on.
+
+    The oracle writer returns the validated draft, which has already dropped blank and
+    repeated criteria; the fixed checkers count on what the model wrote.
+    """
+
+    def __init__(self, client: LLMClient) -> None:
+        self._client = client
+        self.raw: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def structured(self, *args: Any, **kwargs: Any) -> Any:
+        result = await self._client.structured(*args, **kwargs)
+        self.raw.append(result.raw)
+        return result
+
+
+def raw_criteria(raw: str) -> list[str] | None:
+    """The criteria list of the oracle's raw JSON, before any cleaning; None if unreadable."""
+    try:
+        data = json.loads(raw)
+    except (TypeError, ValueError):
+        return None
+    criteria = data.get("PassFailCriteria") if isinstance(data, dict) else None
+    if not isinstance(criteria, list):
+        return None
+    return [c for c in criteria if isinstance(c, str)]
+
+
 def intention_of(case: Case, app: str, documents: Sequence[Document]) -> pb.Intention:
     from reag.retrieval.intention import make_intention
 
@@ -195,6 +227,7 @@ class CaseRun:
     p_yes: list[float]
     seconds: float
     calls: int
+    raw: list[str] = field(default_factory=list)  # the oracle's criteria as the model wrote them
 
 
 class Runner:
@@ -263,6 +296,7 @@ class Runner:
             [float(sum(p) / len(p)) for p in out["judge"]["p_yes"]],
             seconds,
             calls,
+            out["oracle"].get("raw_criteria") or out["oracle"]["criteria"],
         )
 
     async def _retrieval(self, intention: pb.Intention, _: dict[str, Any]) -> dict[str, Any]:
@@ -313,10 +347,13 @@ class Runner:
         from reag.v1 import events_pb2 as pb
 
         interpretation = ParseDict(out["reasoning"]["interpretation"], pb.Interpretation())
-        written = await OracleWriter(self.clients(self.models.oracle)).write(interpretation)
+        recorder = RawRecorder(self.clients(self.models.oracle))
+        written = await OracleWriter(cast("LLMClient", recorder)).write(interpretation)
         return {
             "draft": written.draft.model_dump(mode="json", by_alias=True),
             "criteria": list(written.draft.criteria),
+            "raw": recorder.raw[-1] if recorder.raw else "",
+            "raw_criteria": raw_criteria(recorder.raw[-1]) if recorder.raw else None,
             "calls": written.llm_calls,
         }
 
@@ -510,8 +547,9 @@ def report(
     cited = sum(c.cited for c in cites)
     lines.append(
         f"  criteria/case {sum(len(r.criteria) for r in runs) / n:.1f}, "
-        f"duplicate/case {sum(duplicates(r.criteria) for r in runs) / n:.2f}, "
-        f"undecidable/case {sum(undecidable(r.criteria) for r in runs) / n:.2f}, "
+        f"duplicate/case {sum(duplicates(r.raw or r.criteria) for r in runs) / n:.2f}, "
+        f"undecidable/case {sum(undecidable(r.raw or r.criteria) for r in runs) / n:.2f} "
+        "(oracle's raw output), "
         f"seconds/case {sum(r.seconds for r in runs) / n:.1f}, "
         f"model calls/case {sum(r.calls for r in runs) / n:.1f}"
     )
@@ -574,10 +612,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def default_factory(model: str) -> LLMClient:
-    from reag.llm import Caller
+    """A client for ``model``; local models load in this process (no model server needed)."""
+    from reag.llm import Caller, LLMSettings
     from reag.llm.registry import make_client
 
-    return make_client(model, caller=Caller("bench"))
+    return make_client(model, caller=Caller("bench"), settings=LLMSettings(local_url=None))
 
 
 async def run_app(

@@ -51,6 +51,7 @@ def test_stages_are_stored_and_a_rerun_reads_them_without_a_model(
     assert stored == {(s, c) for s in STAGES for c in ("bk-001", "bk-002")}
     assert all(len(r.criteria) == 3 == len(r.p_yes) for r in runs)
     assert all(r.selected and r.calls > 0 for r in runs)
+    assert all(r.raw == r.criteria for r in runs)  # the scripted oracle writes clean criteria
     lines = (tmp_path / "banking.jsonl").read_text().splitlines()
     assert len(lines) == 8
 
