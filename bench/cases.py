@@ -585,8 +585,11 @@ def report(
                     if r.case.kind == kind
                 )
             )
+            kind_cites = [c for r, c in zip(runs, cites, strict=True) if r.case.kind == kind]
+            coverage = Rate(sum(c.covered for c in kind_cites), sum(c.must for c in kind_cites))
             lines.append(
-                f"    {kind:26} decided {of_kind.decided}; false PASS {of_kind.false_pass}"
+                f"    {kind:26} decided {of_kind.decided}; false PASS {of_kind.false_pass}; "
+                f"must-check coverage {coverage}"
             )
     return "\n".join(lines)
 
