@@ -47,7 +47,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from reag.corpus import Document, load_manifest, load_sources
+from reag.corpus import Document, load_manifest
 from reag.retrieval import (
     Bm25Kernel,
     Embedder,
@@ -59,9 +59,11 @@ from reag.retrieval import (
     adaptive_k,
     fixed_k,
     make_intention,
+    pinned_addresses,
     reciprocal_rank_fusion,
     reranked_scores,
     threshold_k,
+    with_pinned,
 )
 from reag.retrieval.evaluation import Interval, bootstrap_intervals, ndcg, paired_ratio, summarise
 from reag.retrieval.evaluation import precision as precision_of
@@ -74,6 +76,9 @@ EXAMPLES = ROOT / "examples"
 MANIFEST = EXAMPLES / "nutrition" / "app.yaml"
 BENCH_FILE = EXAMPLES / "nutrition" / "retrieval_bench.yaml"
 BASELINE = "BM25, k=5"
+RECALL_AT = 6
+"""The ranking's recall is read at the most documents an oracle gets per request (issue 24)."""
+PIN_CAP = 6
 
 
 class BenchIntention(BaseModel):
@@ -131,6 +136,7 @@ class Method:
     select: Callable[[list[float]], int]  # how many of the ranking to keep
     uses: frozenset[str]  # kernels whose cost it carries
     family: str  # the scorer, for the tables' grouping
+    pin_cap: int = 0  # > 0: the persona and 'always' documents join, at most this many in all
 
 
 @dataclass
@@ -143,6 +149,7 @@ class Result:
     rankings: list[list[str]] = field(default_factory=list)  # the top 10 of each ranking
     intervals: dict[str, Interval] = field(default_factory=dict)
     ranking_ndcg: Interval | None = None  # nDCG@10 of the ranking, whatever was selected
+    ranking_recall: Interval | None = None  # recall of the ranking's top RECALL_AT
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -150,7 +157,7 @@ class Result:
 
 def load_corpus(manifest_path: Path, bench_path: Path, limit: int | None) -> Corpus:
     manifest = load_manifest(manifest_path)
-    documents = load_sources(manifest.corpus_paths(), manifest.name)
+    documents = manifest.load_documents()
     bench = BenchFile.model_validate(yaml.safe_load(bench_path.read_text(encoding="utf-8")))
     items = bench.intentions[:limit] if limit else bench.intentions
     addresses = {d.address for d in documents}
@@ -354,6 +361,13 @@ def _fixed(k: int) -> Callable[[list[float]], int]:
     return lambda scores: fixed_k(len(scores), k).n_selected
 
 
+def _adaptive_to(min_k: int, max_k: int) -> Callable[[list[float]], int]:
+    def select(scores: list[float]) -> int:
+        return adaptive_k(scores, min_k=min_k, buffer=0, max_k=max_k).n_selected
+
+    return select
+
+
 def _threshold(p: float, min_k: int) -> Callable[[list[float]], int]:
     return lambda scores: threshold_k(scores, p, min_k=min_k, max_k=8).n_selected
 
@@ -406,12 +420,31 @@ def methods(icralm_n: int) -> list[Method]:
                         family,
                     )
                 )
+        if uses <= {"bm25", "embedding"}:
+            out.append(Method(f"{family}, k={RECALL_AT}", scorer, _fixed(RECALL_AT), uses, family))
+            for k in (4, 5, 6):
+                out.append(pinned(family, f"k={k}", scorer, _fixed(k), uses))
+            for min_k in (2, 3, 4):
+                select = _adaptive_to(min_k, PIN_CAP)
+                out.append(pinned(family, f"adaptive k, min k {min_k}", scorer, select, uses))
         if "rerank" in uses:
             for p in (0.3, 0.5):
                 out.append(
                     Method(f"{family}, P(relevant) >= {p}", scorer, _threshold(p, 1), uses, family)
                 )
     return out
+
+
+def pinned(
+    family: str,
+    selection: str,
+    scorer: Scorer,
+    select: Callable[[list[float]], int],
+    uses: frozenset[str],
+) -> Method:
+    """A method whose selection also holds the persona and 'always' documents (at most 6)."""
+    name = f"{family} + {selection}, max {PIN_CAP}, pinned persona + always"
+    return Method(name, scorer, select, uses, family, pin_cap=PIN_CAP)
 
 
 def evaluate(method: Method, corpus: Corpus, scores: Sequence[Scores]) -> Result | None:
@@ -428,7 +461,14 @@ def evaluate(method: Method, corpus: Corpus, scores: Sequence[Scores]) -> Result
         candidates = [j for j in range(len(ranked)) if math.isfinite(ranked[j])]
         order = [candidates[i] for i in top([ranked[j] for j in candidates], len(candidates))]
         keep = method.select([ranked[j] for j in candidates])
-        runs.append(([corpus.documents[j].address for j in order[:keep]], set(item.relevant)))
+        addresses = [corpus.documents[j].address for j in order]
+        selected = addresses[:keep]
+        if method.pin_cap:
+            pins = pinned_addresses(
+                corpus.documents, item.persona_category, persona=True, always=True
+            )
+            selected = with_pinned(addresses, keep, pins, method.pin_cap)
+        runs.append((selected, set(item.relevant)))
         rankings.append([corpus.documents[j].address for j in order[:10]])
         ids.append(item.id)
         seconds += (
@@ -477,9 +517,10 @@ def ratios(result: Result, baseline: Result) -> tuple[Interval, float]:
 def table(results: Sequence[Result], baseline: Result) -> str:
     lines = [
         "| Method | Intentions | Precision | Recall | F1 [95% CI] | nDCG [95% CI] | "
-        "nDCG / BM25 k=5 [95% CI] | F1 / BM25 k=5 | nDCG@10 of the ranking | Docs kept | "
-        "s / intention | Model calls / intention |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"nDCG / BM25 k=5 [95% CI] | F1 / BM25 k=5 | nDCG@10 of the ranking | "
+        f"Recall@{RECALL_AT} of the ranking | Docs kept | s / intention | "
+        "Model calls / intention |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         ci = r.intervals
@@ -488,7 +529,8 @@ def table(results: Sequence[Result], baseline: Result) -> str:
         lines.append(
             f"| {r.method.name} | {len(r.runs)} | {ci['precision'].value:.3f} | "
             f"{ci['recall'].value:.3f} | {ci['f1']} | {ci['ndcg']} | {ndcg_ratio} | "
-            f"{f1_ratio:.2f} | {r.ranking_ndcg} | {kept:.1f} | {r.seconds:.2f} | {r.calls:.1f} |"
+            f"{f1_ratio:.2f} | {r.ranking_ndcg} | {r.ranking_recall} | {kept:.1f} | "
+            f"{r.seconds:.2f} | {r.calls:.1f} |"
         )
     return "\n".join(lines)
 
@@ -587,6 +629,11 @@ SUMMARY = (
     "Embedding of the whole document + adaptive k, min k 1, buffer 0",
     "RRF(BM25, embedding), k=5",
     "RRF(BM25, embedding) + adaptive k, min k 1, buffer 0",
+    "BM25 + adaptive k, min k 3, max 6, pinned persona + always",
+    "Embedding + adaptive k, min k 3, max 6, pinned persona + always",
+    "RRF(BM25, embedding) + k=5, max 6, pinned persona + always",
+    "RRF(BM25, embedding) + adaptive k, min k 3, max 6, pinned persona + always",
+    "RRF(BM25, embedding) + adaptive k, min k 4, max 6, pinned persona + always",
 )
 GOAL = 1.2  # the default's nDCG over BM25 k=5's on a corpus it was not tuned on (goal P4)
 
@@ -597,13 +644,27 @@ def default_method() -> str | None:
     family = {"bm25": "BM25", "embedding": "Embedding"}.get(config.kernel)
     if config.kernel == "rrf" and config.rrf_kernels == ("bm25", "embedding"):
         family = "RRF(BM25, embedding)"
-    if family is None or config.rerank_n or config.max_k != 8 or config.window != 0.5:
+    pinned = config.pin_persona and config.pin_always
+    usable = (
+        family is not None
+        and not config.rerank_n
+        and config.window == 0.5
+        and config.pin_persona == config.pin_always
+        and config.max_k == (PIN_CAP if pinned else 8)
+        and not (pinned and config.buffer)
+    )
+    if not usable or config.selection == "threshold":
         return None
+    if pinned:
+        selection = (
+            f"k={config.k}"
+            if config.selection == "fixed"
+            else (f"adaptive k, min k {config.min_k}")
+        )
+        return f"{family} + {selection}, max {PIN_CAP}, pinned persona + always"
     if config.selection == "fixed":
         return f"{family}, k={config.k}"
-    if config.selection == "adaptive":
-        return f"{family} + adaptive k, min k {config.min_k}, buffer {config.buffer}"
-    return None
+    return f"{family} + adaptive k, min k {config.min_k}, buffer {config.buffer}"
 
 
 def default_line(results: dict[str, Result]) -> list[str]:
@@ -752,6 +813,12 @@ async def _run(argv: Sequence[str]) -> None:
                         for ranked, (_, relevant) in zip(result.rankings, result.runs, strict=True)
                     ]
                 )["ndcg"]
+                result.ranking_recall = bootstrap_intervals(
+                    [
+                        (ranked[:RECALL_AT], relevant)
+                        for ranked, (_, relevant) in zip(result.rankings, result.runs, strict=True)
+                    ]
+                )["recall"]
                 results[method.name] = result
         by_corpus[corpus.name] = results
         full[corpus.name] = len(corpus.items)

@@ -1,8 +1,8 @@
 """Settings of the retriever (env prefix ``REAG_``; ranking under ``REAG_RETRIEVAL__``).
 
 The ranking defaults are the retrieval core's (``RetrieverConfig``), chosen
-by leave-one-corpus-out on three labelled corpora (docs/retrieval.md): the
-best-passage embedding, which needs no language model. For a configuration
+for recall at most 6 documents on three labelled corpora (docs/retrieval.md):
+RRF of BM25 and the best-passage embedding, which needs no language model. For a configuration
 that makes no model call at all, add ``REAG_SELF_REASONING=false``. The LLM
 reranker is off by default (``REAG_RETRIEVAL__RERANK_N=0``): on the 2-core
 reference machine the local 1.5B model took 70-117 s per intention and did

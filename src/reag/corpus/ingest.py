@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reag.corpus.loader import load_sources
 from reag.corpus.manifest import load_manifest
 from reag.corpus.store import AddReport, CorpusStore
 
@@ -16,5 +15,4 @@ def ingest_manifest(manifest_path: Path, store: CorpusStore) -> AddReport:
     left to ingest) before touching the store.
     """
     manifest = load_manifest(manifest_path)
-    documents = load_sources(manifest.corpus_paths(), manifest.name)
-    return store.add(manifest.name, documents)
+    return store.add(manifest.name, manifest.load_documents())

@@ -1,12 +1,19 @@
 """The app manifest (``app.yaml``): which corpus files make up an app, and what else it has.
 
-Only ``name`` and ``corpus`` matter to ingestion; the other sections
+Only ``name``, ``corpus`` and ``always`` matter to ingestion; the other sections
 (seed queries, calibration, the sample app) belong to other stages and are
 kept as parsed YAML for them. Corpus paths are relative to the manifest.
+
+``always`` lists documents (``<kind>/<id>``) that every request's oracle must see,
+whatever the ranking says, such as the scope, safety and security sections: a
+request that should be declined or escalated rarely shares words with them. Their
+documents carry ``metadata["always"] = True`` and the retriever keeps them
+(``RetrieverConfig.pin_always``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from reag.corpus.errors import ManifestError
 from reag.corpus.kinds import parse_kind
-from reag.corpus.model import DocumentKind
+from reag.corpus.loader import load_sources
+from reag.corpus.model import Document, DocumentKind
 
 
 class CorpusEntry(BaseModel):
@@ -43,6 +51,10 @@ class AppManifest(BaseModel):
     seed_queries: Any = None
     calibration: Any = None
     sample_app: Any = None
+    always: list[str] = Field(
+        default_factory=list,
+        description="Addresses of documents every request's oracle sees (scope, safety).",
+    )
     base_dir: Path = Field(
         default=Path("."),
         exclude=True,
@@ -60,6 +72,27 @@ class AppManifest(BaseModel):
 
     def corpus_paths(self) -> list[tuple[Path, DocumentKind | None]]:
         return [(self.base_dir / entry.path, entry.kind) for entry in self.corpus]
+
+    def load_documents(self) -> list[Document]:
+        """The corpus files' documents, those listed in ``always`` marked so.
+
+        Raises ``ManifestError`` for an ``always`` address no corpus file defines: a
+        typo there would silently drop a safety section from every request.
+        """
+        documents = load_sources(self.corpus_paths(), self.name)
+        unknown = set(self.always) - {d.address for d in documents}
+        if unknown:
+            raise ManifestError(
+                f"{self.name}: 'always' lists documents no corpus file defines: "
+                f"{', '.join(sorted(unknown))}"
+            )
+        wanted = set(self.always)
+        return [
+            dataclasses.replace(d, metadata={**d.metadata, "always": True})
+            if d.address in wanted
+            else d
+            for d in documents
+        ]
 
     def resolve(self, relative: str) -> Path:
         """A path written in the manifest, as seen from the current directory."""

@@ -12,6 +12,7 @@ from reag.retrieval.embedding import Embedder, EmbeddingKernel, EmbeddingModelEr
 from reag.retrieval.fusion import rank_normalise, reciprocal_rank_fusion
 from reag.retrieval.icralm import IcralmKernel, icralm_context
 from reag.retrieval.intention import intention_text, make_intention
+from reag.retrieval.pinned import pinned_addresses, with_pinned
 from reag.retrieval.reasoning import InterpretationOutcome, SelfReasoner
 from reag.retrieval.rerank import LlmReranker, reranked_scores
 from reag.retrieval.retriever import (
@@ -48,8 +49,10 @@ __all__ = [
     "icralm_context",
     "intention_text",
     "make_intention",
+    "pinned_addresses",
     "rank_normalise",
     "reciprocal_rank_fusion",
     "reranked_scores",
     "threshold_k",
+    "with_pinned",
 ]

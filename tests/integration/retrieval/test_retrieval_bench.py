@@ -30,12 +30,12 @@ def test_two_corpora_give_tables_a_leave_one_out_choice_and_the_default_verdict(
     loco = report.split("### Leave one corpus out", 1)[1]
     assert loco.count("\n| banking |") == 1
     assert loco.count("\n| nutrition |") == 1
-    assert report.count("The production default (`RetrieverConfig()`: Embedding + adaptive k") == 2
+    assert report.count("The production default (`RetrieverConfig()`: RRF(BM25, embedding)") == 2
 
     selections = json.loads((tmp_path / "out" / "retrieval.json").read_text(encoding="utf-8"))
-    default = selections["banking"]["Embedding + adaptive k, min k 1, buffer 0"]
+    default = selections["banking"]["RRF(BM25, embedding) + k=6, max 6, pinned persona + always"]
     assert len(default["ids"]) == 8
-    assert all(1 <= len(kept) <= 8 for kept in default["selected"])
+    assert all(len(kept) == 6 for kept in default["selected"])
     # The baseline keeps exactly five.
     assert {len(kept) for kept in selections["nutrition"]["BM25, k=5"]["selected"]} == {5}
     # Whole-document vectors were cached apart from passage vectors.

@@ -89,7 +89,7 @@ async def test_fixed_selection_keeps_exactly_k(corpus: list[Document]) -> None:
 
 
 async def test_adaptive_selection_cuts_at_the_gap(corpus: list[Document]) -> None:
-    config = RetrieverConfig(kernel="bm25", buffer=1, min_k=1)
+    config = RetrieverConfig(kernel="bm25", selection="adaptive", buffer=1, min_k=1)
     retrieval = await Retriever(config).retrieve(SALT, corpus)
     scores = [r.score for r in retrieval.ranking]
     gaps = [scores[i] - scores[i + 1] for i in range(len(scores) - 1)]
@@ -98,17 +98,17 @@ async def test_adaptive_selection_cuts_at_the_gap(corpus: list[Document]) -> Non
     assert len(retrieval.selected) == retrieval.k + 1
 
 
-async def test_default_selection_cuts_at_the_largest_gap_with_no_buffer(
+async def test_adaptive_selection_from_min_k_1_keeps_one_clear_winner_alone(
     corpus: list[Document],
 ) -> None:
-    """The leave-one-corpus-out default: min k 1, no buffer; one clear winner is kept alone."""
-    retrieval = await Retriever(RetrieverConfig(kernel="bm25")).retrieve(SALT, corpus)
+    config = RetrieverConfig(kernel="bm25", selection="adaptive", min_k=1, buffer=0)
+    retrieval = await Retriever(config).retrieve(SALT, corpus)
     assert (retrieval.k, retrieval.buffer) == (1, 0)
     assert [r.document.local_id for r in retrieval.selected] == ["FR-2"]
 
 
 async def test_min_k_and_buffer_still_widen_the_selection(corpus: list[Document]) -> None:
-    config = RetrieverConfig(kernel="bm25", min_k=3, buffer=1)
+    config = RetrieverConfig(kernel="bm25", selection="adaptive", min_k=3, buffer=1)
     retrieval = await Retriever(config).retrieve(SALT, corpus)
     assert retrieval.k >= 3
     assert retrieval.buffer == 1
@@ -127,3 +127,17 @@ def test_llm_kernels_need_a_client() -> None:
 def test_unknown_kernel_is_refused() -> None:
     with pytest.raises(ValueError, match="kernel"):
         RetrieverConfig.model_validate({"kernel": "magic"})
+
+
+def test_the_default_keeps_six_documents_of_bm25_and_embedding_fused_with_pins() -> None:
+    """Issue 24's default: recall for the oracle, at most 6 documents, no language model."""
+    config = RetrieverConfig()
+    assert (config.kernel, config.rrf_kernels, config.selection) == (
+        "rrf",
+        ("bm25", "embedding"),
+        "fixed",
+    )
+    assert (config.k, config.max_k, config.buffer) == (6, 6, 0)
+    assert config.pin_persona
+    assert config.pin_always
+    assert not config.needs_llm

@@ -68,7 +68,7 @@ def test_the_cheap_retriever_configuration_needs_no_model(
 
 def test_the_default_retriever_ranks_without_a_model_and_reasons_with_one(state: Path) -> None:
     deps = build_deps(RetrieverSettings())
-    assert deps.retriever.config.kernel == "embedding"
+    assert deps.retriever.config.kernel == "rrf"
     assert deps.retriever.icralm is None
     assert deps.retriever.reranker is None
     assert deps.reasoner is not None
