@@ -1,0 +1,166 @@
+"""Redaction under hostile input (issue 23): bounded CPU on pathological text, the PII kinds
+the first recognisers missed, keyed pseudonyms, and clean text left byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+
+import pytest
+from pydantic import SecretStr
+
+from bench.redaction import MIB, PATHOLOGICAL
+from reag.settings import ReagSettings
+from reag.traffic.redaction import Redactor, pseudonym_key, redact_bytes
+from reag.v1 import events_pb2 as pb
+
+CPU_BOUND_S = 10.0  # the one declared exception to "tests never assert times" (issue 23)
+
+
+class _CpuSpent(Exception):
+    pass
+
+
+@pytest.fixture
+def cpu_alarm() -> Iterator[None]:
+    """Interrupts a test after CPU_BOUND_S of CPU, so the old quadratic pattern (half an
+    hour at 1 MiB) fails the test instead of hanging it; the regex engine checks signals."""
+
+    def spent(_signum: int, _frame: FrameType | None) -> None:
+        raise _CpuSpent
+
+    previous = signal.signal(signal.SIGPROF, spent)
+    signal.setitimer(signal.ITIMER_PROF, CPU_BOUND_S)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+@pytest.mark.parametrize("family", sorted(PATHOLOGICAL))
+def test_one_mib_of_pathological_text_is_bounded(family: str, cpu_alarm: None) -> None:
+    text = PATHOLOGICAL[family](MIB)
+    start = time.process_time()
+    try:
+        Redactor().text(text)
+    except _CpuSpent:
+        pytest.fail(f"{family}: redaction of 1 MiB took over {CPU_BOUND_S} s of CPU")
+    assert time.process_time() - start < CPU_BOUND_S
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("NI number AB 12 34 56 C, thanks", "12 34 56", "NINO"),
+        ("my nino is qq123456c.", "123456", "NINO"),
+        ("DOB: 12/03/1985", "12/03/1985", "DOB"),
+        ("I was born on 12 March 1985 in Leeds", "12 March 1985", "DOB"),
+        ("date of birth is 1985-03-12", "1985-03-12", "DOB"),
+        ("iban de89 3704 0044 0532 0130 00 thanks", "0532", "IBAN"),
+        ("server 10.0.0.5:8080 is down", "10.0.0.5", "IP"),
+        ("mapped ::ffff:192.0.2.128 here", "192.0.2.128", "IP"),
+        ("my address is 10.0.0.5.", "10.0.0.5", "IP"),
+        ("card 4111.1111.1111.1111 ok", "4111.1111", "CARD"),
+        ("card 4111\u00a01111\u00a01111\u00a01111 ok", "1111\u00a01111", "CARD"),
+        ("card 4111\u202f1111\u202f1111\u202f1111 ok", "1111\u202f1111", "CARD"),
+        ("card \uff14\uff11\uff11\uff11 " * 1 + "\uff11\uff11\uff11\uff11 " * 3, "\uff11", "CARD"),
+        ("mail jane\u200b.doe@exa\u200dmple.com now", "exa", "EMAIL"),
+        ("mail \u7528\u6237@\u4f8b\u5b50.\u5e7f\u544a now", "\u7528\u6237", "EMAIL"),
+        ("mail jos\u00e9@correo.espa\u00f1a.es", "jos\u00e9", "EMAIL"),
+        ("mail jane\uff20example.com", "jane", "EMAIL"),
+    ],
+)
+def test_kinds_the_first_recognisers_missed(text: str, secret: str, kind: str) -> None:
+    out = Redactor().text(text)
+    assert secret not in out
+    assert f"[REDACTED:{kind}]" in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x\u200by: a zero-width space in clean text",
+        "\uff46\uff55\uff4c\uff4c\uff57\uff49\uff44\uff54\uff48 words, \u00a0no-break space",
+        "caf\u0065\u0301 \u202eright-to-left\u202c and a soft hy\u00adphen",
+        "Aim for 2,000 kcal; ISO date 2026-12-01; version 1.2.3; at 12:30:45.",
+        "Born to run, released 12/03/1985 as a single.",  # a date, but not after "born"
+    ],
+)
+def test_clean_text_stays_byte_identical(text: str) -> None:
+    assert Redactor().text(text).encode() == text.encode()
+
+
+def test_invisible_characters_around_a_find_are_kept_outside_it() -> None:
+    text = "\u200bmail jane@example.com\u200b, then \uff21\uff22 words"
+    out = Redactor().text(text)
+    assert out == "\u200bmail [REDACTED:EMAIL]\u200b, then \uff21\uff22 words"
+
+
+def test_case_and_run_ids_carrying_pii_become_pseudonyms() -> None:
+    event = pb.Traffic(query="q", actual_response="a")
+    event.meta.app = "nutrition"
+    event.meta.case_id = "case-for-jane@example.com"
+    event.meta.run_id = "run 4111 1111 1111 1111"
+    redacted, counts = Redactor().traffic(event)
+    assert "jane" not in redacted.meta.case_id
+    assert redacted.meta.case_id.startswith("case-")
+    assert "4111" not in redacted.meta.run_id
+    assert redacted.meta.run_id.startswith("run-")
+    assert (counts["CASE_ID"], counts["RUN_ID"]) == (1, 1)
+    again, _ = Redactor().traffic(event)
+    assert again.meta.case_id == redacted.meta.case_id  # stable: dedup by case id still works
+
+
+def test_date_of_birth_attribute_is_redacted_other_dates_stay() -> None:
+    event = pb.Traffic(query="q", actual_response="a")
+    event.profile.attributes["date_of_birth"] = "1985-03-12"
+    event.profile.attributes["DOB"] = "12 March 1985"
+    event.profile.attributes["member_since"] = "2019-05-01"
+    redacted, _ = Redactor().traffic(event)
+    attributes = dict(redacted.profile.attributes)
+    assert attributes["date_of_birth"] == "[REDACTED:DOB]"
+    assert attributes["DOB"] == "[REDACTED:DOB]"
+    assert attributes["member_since"] == "2019-05-01"
+
+
+def test_pseudonyms_are_keyed_not_a_bare_hash() -> None:
+    user = "jane@example.com"
+    a = Redactor(pseudonym_key=b"key-a").user_id(user)
+    assert a == Redactor(pseudonym_key=b"key-a").user_id(user)
+    assert a != Redactor(pseudonym_key=b"key-b").user_id(user)
+    assert a != "user-" + hashlib.sha256(user.encode()).hexdigest()[:16]
+
+
+def test_pseudonym_key_comes_from_settings_else_a_stored_one(tmp_path: Path) -> None:
+    configured = ReagSettings(state_dir=tmp_path, pseudonym_key=SecretStr("s3cret"))
+    assert pseudonym_key(configured) == b"s3cret"
+    local = ReagSettings(state_dir=tmp_path / "stack")
+    first = pseudonym_key(local)
+    assert len(first) >= 32
+    assert pseudonym_key(ReagSettings(state_dir=tmp_path / "stack")) == first
+    assert pseudonym_key(ReagSettings(state_dir=tmp_path / "other")) != first
+    assert (tmp_path / "stack" / "pseudonym.key").stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x12\x05card 4" + b"\x001" * 15,  # UTF-16-like: a NUL between the digits
+        b"\x0a\x03card 4111\xff1111\xfe1111\xff1111 \x80",
+        "card 4111\u200b1111 1111 1111".encode() + b"\xc3",
+    ],
+)
+def test_undecodable_bytes_cannot_hide_a_card(data: bytes) -> None:
+    out = redact_bytes(data)
+    assert b"[REDACTED:CARD]" in out
+    assert b"1111" not in out.replace(b"\x00", b"")
+
+
+def test_undecodable_bytes_without_pii_come_back_unchanged() -> None:
+    data = b"\x0a\x05hello\xff\xfe\x00 nothing here"
+    assert redact_bytes(data) is data
