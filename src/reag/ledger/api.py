@@ -164,7 +164,8 @@ class ResultsServer:
     ``token`` (when set) is required of every call but the health checks;
     ``credentials`` (when set) serve TLS instead of plaintext. Services added
     with ``add_service`` before ``start`` share both, and the health service
-    reports them too.
+    reports them too. ``max_receive_bytes`` (when set) is gRPC's limit on a
+    message it reads, in place of its 4 MiB default.
     """
 
     def __init__(
@@ -176,8 +177,14 @@ class ResultsServer:
         grace_s: float = 5.0,
         token: str | None = None,
         credentials: grpc.ServerCredentials | None = None,
+        max_receive_bytes: int | None = None,
     ) -> None:
         self._store = store
+        self._options = (
+            []
+            if max_receive_bytes is None
+            else [("grpc.max_receive_message_length", max_receive_bytes)]
+        )
         self._address = f"{host}:{port}"
         self._grace_s = grace_s
         self._interceptors = [BearerTokenInterceptor(token)] if token else []
@@ -204,7 +211,7 @@ class ResultsServer:
         self._extra.append((name, register))
 
     async def start(self) -> None:
-        server = grpc.aio.server(interceptors=self._interceptors)
+        server = grpc.aio.server(interceptors=self._interceptors, options=self._options)
         api_pb2_grpc.add_ResultsServiceServicer_to_server(ResultsServicer(self._store), server)
         for _, register in self._extra:
             register(server)
