@@ -55,7 +55,7 @@ from reag.traffic.redaction import (
     Redactor,
     TooLargeError,
     check_size,
-    pseudonym_key,
+    configured_key,
 )
 
 try:  # The OpenTelemetry API is optional: without it no trace context travels.
@@ -185,7 +185,8 @@ class Recorder:
         larger exchange is counted as failed, never scanned. ``pseudonym_key`` keys the
         pseudonyms of user ids that carry PII and must be the services' key
         (``REAG_PSEUDONYM_KEY``); None reads that variable, else the key in
-        ``<REAG_STATE_DIR>/pseudonym.key`` (the embedded stack's)."""
+        ``<REAG_STATE_DIR>/pseudonym.key`` (the embedded stack's), else draws one for
+        this process and warns."""
         if not app:
             raise ValueError("Recorder needs the app's name (app=...), as registered in reag")
         if not 0.0 <= sample_rate <= 1.0:
@@ -628,8 +629,16 @@ class Recorder:
             log.warning("reag recorder: %d events not sent: %s", lost, reason)
 
 
-def _default_key() -> bytes:
-    return pseudonym_key(ReagSettings())
+def _default_key() -> bytes | None:
+    """``REAG_PSEUDONYM_KEY`` or the embedded stack's key; None (a key for this process
+    only) with a warning: the recorder never writes a key file into an app's directory."""
+    key = configured_key(ReagSettings())
+    if key is None:
+        log.warning(
+            "reag recorder: no pseudonym key (REAG_PSEUDONYM_KEY, or pseudonym_key=); user "
+            "ids that carry PII get pseudonyms that change when this process restarts"
+        )
+    return key
 
 
 def _text_length(exchange: LiveExchange) -> int:

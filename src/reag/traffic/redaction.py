@@ -374,9 +374,9 @@ def pseudonym_key(settings: ReagSettings) -> bytes:
     Rotating it (docs/pipeline.md) gives every user a new pseudonym from then on; the
     pseudonyms already stored stay as they are and cannot be linked to the new ones.
     """
-    configured = settings.pseudonym_key
-    if configured is not None and configured.get_secret_value():
-        return configured.get_secret_value().encode()
+    configured = configured_key(settings)
+    if configured is not None:
+        return configured
     path = settings.state_dir / KEY_FILE
     if settings.store_dsn is not None and not settings.resolved_store_dsn().startswith("sqlite"):
         log.warning(
@@ -387,13 +387,21 @@ def pseudonym_key(settings: ReagSettings) -> bytes:
     return _stored_key(path)
 
 
-def _stored_key(path: Path) -> bytes:
+def configured_key(settings: ReagSettings) -> bytes | None:
+    """``REAG_PSEUDONYM_KEY``, else the embedded stack's stored key if there is one; None
+    when neither is (a process outside the stack: the recorder then warns)."""
+    configured = settings.pseudonym_key
+    if configured is not None and configured.get_secret_value():
+        return configured.get_secret_value().encode()
     try:
-        return path.read_bytes().strip()
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
+        return (settings.state_dir / KEY_FILE).read_bytes().strip() or None
+    except OSError:
+        return None
+
+
+def _stored_key(path: Path) -> bytes:
     key = secrets.token_hex(32).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:  # another process of the stack wrote it first
