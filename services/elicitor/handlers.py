@@ -3,8 +3,9 @@
 The elicitor is the first reag hop for traffic an app produces itself, so the
 event is redacted under the app's policy before anything else happens to it
 (a dead letter of a traffic event is redacted too), then the shadow controls
-decide, before any LLM call, whether the case goes on; what they shed is
-counted by reason. Logs carry the case id and how the persona was matched,
+decide, before any LLM call, whether the case goes on (an ``ORIGIN_SYNTHETIC``
+claimed on this open topic buys no exemption from sampling or rate limits);
+what they shed is counted by reason. Logs carry the case id and how the persona was matched,
 never the profile or the category (which would reveal a health condition).
 """
 
@@ -19,6 +20,7 @@ from google.protobuf.message import DecodeError
 from reag.elicitation.directory import PersonaDirectory
 from reag.elicitation.intentions import intention_from_traffic
 from reag.metrics import TRAFFIC_ADMITTED, TRAFFIC_SHED
+from reag.traffic.ingress import origin_untrusted
 from reag.traffic.policy import PolicyDirectory
 from reag.traffic.shadow import ShadowGate
 from reag.v1 import events_pb2 as pb
@@ -77,7 +79,8 @@ def build_router(
     def admit_and_map(raw: pb.Traffic) -> Emit | None:
         event = policies.redact(raw, where="elicitor")
         app = event.meta.app
-        reason = gate.admit(policies.policy(app).shadow, event)
+        # The topic is open to any producer: a claimed synthetic origin buys no exemption.
+        reason = gate.admit(policies.policy(app).shadow, origin_untrusted(event))
         if reason is not None:
             TRAFFIC_SHED.labels(app, reason).inc()
             log.debug("case %s shed: %s", event.meta.case_id, reason)

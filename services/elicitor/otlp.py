@@ -80,7 +80,9 @@ def build_otlp_router(
         return await asyncio.to_thread(convert, request)
 
     def convert(request: ExportTraceServiceRequest) -> list[Emit]:
-        conversion = traffic_from_request(request, app=otlp.app)
+        # The payload's size was checked before it was parsed (decode); what it converts
+        # to is bounded by the same limit before anything is redacted.
+        conversion = traffic_from_request(request, app=otlp.app, max_bytes=max_bytes)
         if conversion.spans == 0:
             # The Collector never exports an empty request; bytes that parse as one are
             # something else (another topic's event, a stray producer), found by fuzzing.

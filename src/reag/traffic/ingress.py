@@ -231,3 +231,20 @@ def live_event(traffic: pb.Traffic, app: str, now: float) -> pb.Traffic:
     meta.schema_version = pb.SCHEMA_VERSION_1
     meta.origin = pb.ORIGIN_LIVE
     return event
+
+
+def origin_untrusted(event: pb.Traffic) -> pb.Traffic:
+    """``event`` as the shadow gate must see it when it came from the ingress topic.
+
+    Anyone who can produce to ``reag.traffic.v1`` can write ``ORIGIN_SYNTHETIC``
+    into an event, and the gate spares synthetic cases its sampling and rate limit;
+    so on that topic the claim is ignored: the gate sees a live case. (reag's own
+    probes, ``reag elicit``, are admitted by the app's shadow policy like any
+    traffic.) The event itself, origin included, goes on unchanged.
+    """
+    if event.meta.origin != pb.ORIGIN_SYNTHETIC:
+        return event
+    seen = pb.Traffic()
+    seen.CopyFrom(event)
+    seen.meta.origin = pb.ORIGIN_LIVE
+    return seen

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from bench.redaction import MIB, PATHOLOGICAL
 from reag.client import Recorder
 from reag.ids import case_id_for
 from reag.traffic import shadow
 from reag.traffic.live import LiveExchange, sample_key, sample_point
 from reag.traffic.policy import ShadowPolicy
-from bench.redaction import MIB, PATHOLOGICAL
 from reag.traffic.redaction import RedactionPolicy, Redactor
 from reag.v1 import events_pb2 as pb
 from tests.cpu_bound import within_cpu
