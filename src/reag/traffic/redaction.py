@@ -411,6 +411,20 @@ def _stored_key(path: Path) -> bytes:
     return key
 
 
+# Ids reag made itself: pseudonyms (a later hop sees them again), synthetic run ids
+# (``run-`` and 12 hex digits) and, checked against the app, case ids from
+# ``reag.ids.case_id_for``. Hex digits alone can read as a phone or card number.
+_REAG_ID = re.compile(r"(?:user|case|run)-[0-9a-f]{16}|run-[0-9a-f]{12}")
+_CASE_TAIL = re.compile(r"[0-9a-f]{16}")
+
+
+def _reag_made(value: str, app: str) -> bool:
+    if _REAG_ID.fullmatch(value):
+        return True
+    head, sep, tail = value.rpartition("-")
+    return bool(sep) and head == app and _CASE_TAIL.fullmatch(tail) is not None
+
+
 def _pseudonym(prefix: str, value: str, key: bytes) -> str:
     return prefix + hmac.new(key, value.encode(), hashlib.sha256).hexdigest()[:16]
 
@@ -453,8 +467,13 @@ class Redactor:
         """A user id that carries PII becomes a stable pseudonym (one user stays one user)."""
         return self._id(value, "user-", "USER_ID", counts)
 
-    def _id(self, value: str, prefix: str, kind: str, counts: Counter[str] | None) -> str:
-        if value and self._recognisers and self.text(value) != value:
+    def _id(
+        self, value: str, prefix: str, kind: str, counts: Counter[str] | None, app: str = ""
+    ) -> str:
+        """``value``, or its pseudonym when it carries PII; an id reag made is left alone."""
+        if not value or not self._recognisers or _reag_made(value, app):
+            return value
+        if self.text(value) != value:
             if counts is not None:
                 counts[kind] += 1
             return _pseudonym(prefix, value, self._key)
@@ -486,8 +505,9 @@ class Redactor:
         out.request_id = self.text(event.request_id, counts)
         out.target = self.text(event.target, counts)
         # Ids a producer chose: a pseudonym keeps them usable (dedup, grouping) without PII.
-        out.meta.case_id = self._id(event.meta.case_id, "case-", "CASE_ID", counts)
-        out.meta.run_id = self._id(event.meta.run_id, "run-", "RUN_ID", counts)
+        app = event.meta.app
+        out.meta.case_id = self._id(event.meta.case_id, "case-", "CASE_ID", counts, app)
+        out.meta.run_id = self._id(event.meta.run_id, "run-", "RUN_ID", counts, app)
         if not event.HasField("profile"):
             return out, counts
         out.profile.user_id = self.user_id(event.profile.user_id, counts)

@@ -87,6 +87,21 @@ def test_case_and_run_ids_carrying_pii_become_pseudonyms() -> None:
     assert again.meta.case_id == redacted.meta.case_id  # stable: dedup by case id still works
 
 
+def test_ids_reag_made_are_left_alone_even_when_their_hex_is_all_digits() -> None:
+    event = pb.Traffic(query="q", actual_response="a")
+    event.meta.app = "nutrition"
+    event.meta.case_id = "nutrition-4111111111111111"  # case_id_for's shape, digits only
+    event.meta.run_id = "run-123456789012"  # new_run_id's shape
+    event.profile.user_id = "user-4111111111111111"  # a pseudonym, seen again at a later hop
+    redacted, counts = Redactor().traffic(event)
+    assert redacted.meta.case_id == event.meta.case_id
+    assert redacted.meta.run_id == event.meta.run_id
+    assert redacted.profile.user_id == event.profile.user_id
+    assert not counts
+    event.meta.case_id = "other-4111111111111111"  # not this app's shape: scanned
+    assert Redactor().traffic(event)[0].meta.case_id.startswith("case-")
+
+
 def test_date_of_birth_attribute_is_redacted_other_dates_stay() -> None:
     event = pb.Traffic(query="q", actual_response="a")
     event.profile.attributes["date_of_birth"] = "1985-03-12"
