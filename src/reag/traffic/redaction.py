@@ -524,14 +524,25 @@ class Redactor:
             out.profile.attributes[self.text(name, counts)] = kept
         return out, counts
 
-    def raw(self, data: bytes) -> bytes:
+    def raw(self, data: bytes, *, max_bytes: int | None = None) -> bytes:
         """:func:`redact_bytes` under this redactor's policy."""
         if not self._recognisers:
             return data
-        return _redact_bytes(data, self._recognisers)
+        return _redact_bytes(_cut(data, max_bytes), self._recognisers)
 
 
-def redact_bytes(data: bytes) -> bytes:
+CUT_MARGIN_BYTES = 256
+"""What is dropped before a cut as well: no card, phone, IBAN or address is longer, so
+nothing is kept half-recognised at the edge."""
+
+
+def _cut(data: bytes, max_bytes: int | None) -> bytes:
+    if max_bytes is None or len(data) <= max_bytes:
+        return data
+    return data[: max(0, max_bytes - CUT_MARGIN_BYTES)]
+
+
+def redact_bytes(data: bytes, *, max_bytes: int | None = None) -> bytes:
     """Bytes that could not be parsed (poison on its way to the dead letters), redacted with
     every built-in recogniser.
 
@@ -540,8 +551,12 @@ def redact_bytes(data: bytes) -> bytes:
     so they cannot hide it; the bytes around what was found are kept as they came.
     The result is no longer valid protobuf when anything was replaced; a dead letter
     of unparseable bytes cannot be replayed as it is in any case.
+
+    ``max_bytes`` bounds the work on an oversized payload: bytes past it are cut
+    before any pattern runs, and ``CUT_MARGIN_BYTES`` before the cut with them, so
+    no item is kept in part; an oversized payload could not be replayed as it was.
     """
-    return _redact_bytes(data, [_BUILTIN[name] for name in ALL_RECOGNISERS])
+    return _redact_bytes(_cut(data, max_bytes), [_BUILTIN[name] for name in ALL_RECOGNISERS])
 
 
 def _redact_bytes(data: bytes, recognisers: list[_Recogniser]) -> bytes:

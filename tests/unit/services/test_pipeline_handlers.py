@@ -343,3 +343,14 @@ async def test_oracle_publishes_the_oracle_and_one_judge_request_per_criterion()
     assert pb.Interpretation.FromString(letter.value).meta.case_id == "c2"
     assert "no valid oracle after 2 attempts" in letter.reason
     assert not replies
+
+
+def test_the_elicitor_scrubs_an_oversized_dead_letter_cut_to_the_limit() -> None:
+    from services.elicitor.handlers import redacted_traffic_bytes
+
+    event = traffic("big")
+    event.query = "card 4111 1111 1111 1111 " * 2000
+    data = event.SerializeToString()
+    out = redacted_traffic_bytes(PolicyDirectory(FixedPolicies()), data, max_bytes=10_000)
+    assert len(out) <= 10_000
+    assert b"4111 1111" not in out

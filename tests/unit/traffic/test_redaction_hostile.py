@@ -150,3 +150,13 @@ def test_undecodable_bytes_cannot_hide_a_card(data: bytes) -> None:
 def test_undecodable_bytes_without_pii_come_back_unchanged() -> None:
     data = b"\x0a\x05hello\xff\xfe\x00 nothing here"
     assert redact_bytes(data) is data
+
+
+def test_oversized_bytes_are_cut_before_any_pattern_runs() -> None:
+    card = b"4111 1111 1111 1111 "
+    data = card * (3 * MIB // len(card))  # 3 MiB, a dead letter of an oversized event
+    with within_cpu("scrubbing 3 MiB cut to 1 MiB"):
+        out = redact_bytes(data, max_bytes=MIB)
+    assert len(out) <= MIB
+    assert b"1111 1111" not in out
+    assert out.startswith(b"[REDACTED:CARD]")
