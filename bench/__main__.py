@@ -21,6 +21,7 @@ MODULES = (
     "bench.generation",
     "bench.cascade",
     "bench.recorder",
+    "bench.redaction",
     "bench.trust",
     "bench.trust_stack",
     "bench.pipeline",

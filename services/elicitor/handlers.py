@@ -3,8 +3,9 @@
 The elicitor is the first reag hop for traffic an app produces itself, so the
 event is redacted under the app's policy before anything else happens to it
 (a dead letter of a traffic event is redacted too), then the shadow controls
-decide, before any LLM call, whether the case goes on; what they shed is
-counted by reason. Logs carry the case id and how the persona was matched,
+decide, before any LLM call, whether the case goes on (an ``ORIGIN_SYNTHETIC``
+claimed on this open topic buys no exemption from sampling or rate limits);
+what they shed is counted by reason. Logs carry the case id and how the persona was matched,
 never the profile or the category (which would reveal a health condition).
 """
 
@@ -19,7 +20,9 @@ from google.protobuf.message import DecodeError
 from reag.elicitation.directory import PersonaDirectory
 from reag.elicitation.intentions import intention_from_traffic
 from reag.metrics import TRAFFIC_ADMITTED, TRAFFIC_SHED
+from reag.traffic.ingress import origin_untrusted
 from reag.traffic.policy import PolicyDirectory
+from reag.traffic.redaction import redact_bytes
 from reag.traffic.shadow import ShadowGate
 from reag.v1 import events_pb2 as pb
 from services.elicitor.settings import ElicitorSettings
@@ -30,13 +33,18 @@ from services.kit.topology import INTENTIONS, SERVICES, TRAFFIC, suffixed
 log = logging.getLogger("reag.elicitor")
 
 
-def redacted_traffic_bytes(policies: PolicyDirectory, data: bytes) -> bytes:
+def redacted_traffic_bytes(
+    policies: PolicyDirectory, data: bytes, max_bytes: int | None = None
+) -> bytes:
     """A traffic event's bytes as a dead letter may keep them: redacted.
 
     Parseable bytes are redacted field by field under the app's policy and stay
-    replayable; bytes that do not parse are scanned as text with the default
-    recognisers (they could not be replayed as they were anyway).
+    replayable; bytes that do not parse, or are over ``max_bytes`` (dead-lettered
+    as oversized, never scanned whole), are scanned as text with the default
+    recognisers, cut to the limit (they could not be replayed as they were anyway).
     """
+    if max_bytes is not None and len(data) > max_bytes:
+        return redact_bytes(data, max_bytes=max_bytes)
     event = pb.Traffic()
     try:
         event.ParseFromString(data)
@@ -67,7 +75,7 @@ def build_router(
         max_event_bytes=settings.kafka.max_event_bytes,
         delivery=settings.delivery,
         app_known=personas.knows,
-        scrub=lambda data: redacted_traffic_bytes(policies, data),
+        scrub=lambda data: redacted_traffic_bytes(policies, data, settings.kafka.max_event_bytes),
     )
     async def elicit(raw: pb.Traffic) -> Emit | None:
         # Policies and persona categories are read from the store when their cache has
@@ -77,7 +85,8 @@ def build_router(
     def admit_and_map(raw: pb.Traffic) -> Emit | None:
         event = policies.redact(raw, where="elicitor")
         app = event.meta.app
-        reason = gate.admit(policies.policy(app).shadow, event)
+        # The topic is open to any producer: a claimed synthetic origin buys no exemption.
+        reason = gate.admit(policies.policy(app).shadow, origin_untrusted(event))
         if reason is not None:
             TRAFFIC_SHED.labels(app, reason).inc()
             log.debug("case %s shed: %s", event.meta.case_id, reason)

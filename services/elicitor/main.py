@@ -8,6 +8,7 @@ from faststream.asgi import AsgiFastStream
 from reag.corpus.store import CorpusStore
 from reag.elicitation.directory import PersonaDirectory
 from reag.traffic.policy import PolicyDirectory, PolicyStore
+from reag.traffic.redaction import pseudonym_key
 from reag.traffic.shadow import ShadowGate
 from reag.traffic.spend import SpendStore
 from services.elicitor.handlers import build_router
@@ -21,7 +22,9 @@ def create_app(settings: ElicitorSettings | None = None) -> AsgiFastStream:
     dsn = settings.resolved_store_dsn()
     store = CorpusStore.open(dsn)
     personas = PersonaDirectory.from_store(store, ttl_s=settings.persona_cache_s)
-    policies = PolicyDirectory(PolicyStore.open(dsn), ttl_s=settings.policy_cache_s)
+    policies = PolicyDirectory(
+        PolicyStore.open(dsn), ttl_s=settings.policy_cache_s, pseudonym_key=pseudonym_key(settings)
+    )
     spend = SpendStore.open(dsn)
     gate = ShadowGate(spend.window)
     routers = [build_router(settings, personas, policies, gate)]

@@ -8,9 +8,9 @@ persona, onward). This is the first reag hop for those spans, so:
 
 - every event is redacted under its app's policy before it is published;
 - a message that cannot be parsed is dead-lettered with its bytes redacted by
-  the default recognisers (``Redactor().raw``): a raw span carries prompts,
-  answers and user ids, and the policy of an unparseable message's app cannot
-  be known;
+  the default recognisers (``Redactor().raw``, cut to the size limit first when
+  the message is oversized): a raw span carries prompts, answers and user ids,
+  and the policy of an unparseable message's app cannot be known;
 - logs and metrics carry counts, reasons and app names, never span content.
 
 Spans of services that are not reag apps (no corpus in the store) are counted
@@ -72,7 +72,7 @@ def build_otlp_router(
         max_event_bytes=max_bytes,
         delivery=settings.delivery,
         decode=decode,
-        scrub=default_redactor.raw,
+        scrub=lambda data: default_redactor.raw(data, max_bytes=max_bytes),
     )
     async def capture(request: ExportTraceServiceRequest) -> list[Emit]:
         # Apps and policies are read from the store when their cache has expired: the
@@ -80,7 +80,9 @@ def build_otlp_router(
         return await asyncio.to_thread(convert, request)
 
     def convert(request: ExportTraceServiceRequest) -> list[Emit]:
-        conversion = traffic_from_request(request, app=otlp.app)
+        # The payload's size was checked before it was parsed (decode); what it converts
+        # to is bounded by the same limit before anything is redacted.
+        conversion = traffic_from_request(request, app=otlp.app, max_bytes=max_bytes)
         if conversion.spans == 0:
             # The Collector never exports an empty request; bytes that parse as one are
             # something else (another topic's event, a stray producer), found by fuzzing.

@@ -12,14 +12,15 @@ from reag.corpus.store import CorpusStore
 from reag.elicitation.directory import PersonaDirectory
 from reag.ledger.api import ResultsServer, server_credentials
 from reag.ledger.store import LedgerStore
+from reag.traffic.ingress import SERVICE_NAME, max_receive_bytes
 from reag.traffic.policy import PolicyDirectory, PolicyStore
-from reag.traffic.redaction import Redactor
+from reag.traffic.redaction import Redactor, pseudonym_key
 from reag.v1 import api_pb2_grpc
 from services.kit.app import make_app
 from services.ledger.handlers import build_router
 from services.ledger.settings import LedgerSettings
 from services.ledger.stuck import StuckWatch
-from services.ledger.traffic_api import SERVICE_NAME, TrafficServicer, broker_producer
+from services.ledger.traffic_api import broker_producer, traffic_ingress
 
 
 def create_app(
@@ -42,6 +43,8 @@ def create_app(
         token=token.get_secret_value() if token is not None else None,
         credentials=_credentials(settings),
         allow_insecure=settings.ledger_grpc_allow_insecure,
+        # Checked before a byte of an oversized Submit is read, let alone redacted.
+        max_receive_bytes=max_receive_bytes(settings.kafka.max_event_bytes),
     )
 
     watch = StuckWatch(ledger, settings)
@@ -74,12 +77,13 @@ def _credentials(settings: LedgerSettings) -> grpc.ServerCredentials | None:
 def _add_traffic_api(server: ResultsServer, app: AsgiFastStream, settings: LedgerSettings) -> None:
     """TrafficService on the results API's port, producing with the ledger's broker."""
     dsn = settings.resolved_store_dsn()
+    key = pseudonym_key(settings)
 
     # Opened on the first Submit, not here: a ledger that never takes traffic
     # (and its tests) should not touch the corpus and policy tables.
     @functools.cache
     def policies() -> PolicyDirectory:
-        return PolicyDirectory(PolicyStore.open(dsn))
+        return PolicyDirectory(PolicyStore.open(dsn), pseudonym_key=key)
 
     @functools.cache
     def apps() -> PersonaDirectory:
@@ -93,7 +97,7 @@ def _add_traffic_api(server: ResultsServer, app: AsgiFastStream, settings: Ledge
 
     broker = app.broker
     assert isinstance(broker, KafkaBroker)  # make_app builds a KafkaBroker
-    servicer = TrafficServicer(
+    servicer = traffic_ingress(
         produce=broker_producer(broker),
         redactor_for=redactor_for,
         app_known=app_known,

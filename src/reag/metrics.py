@@ -189,7 +189,7 @@ OTLP_TRAFFIC = Counter(
 OTLP_SPANS_SKIPPED = Counter(
     "reag_otlp_spans_skipped_total",
     "OpenTelemetry spans that gave no traffic event, by reason (not_llm, no_trace_id, no_app, "
-    "no_query, no_response, superseded, unknown_app).",
+    "no_query, no_response, superseded, too_large, unknown_app).",
     ["reason"],
 )
 

@@ -46,6 +46,16 @@ class ReagSettings(BaseSettings):
         ),
     )
     log_level: str = Field(default="INFO", description="Python logging level.")
+    pseudonym_key: SecretStr | None = Field(
+        default=None,
+        description=(
+            "Key of the HMAC pseudonyms that replace user, case and run ids carrying PII "
+            "(reag.traffic.redaction). Unset: a key generated once in <state_dir>/"
+            "pseudonym.key (the embedded stack). Production: the same secret in every "
+            "service and recorder. Rotating it gives users new pseudonyms from then on "
+            "(docs/pipeline.md)."
+        ),
+    )
 
     def resolved_store_dsn(self) -> str:
         """The URL to connect with, password included: pass it to the store, never print it."""

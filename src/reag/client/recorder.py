@@ -11,7 +11,12 @@ Nothing raises into the app: a full queue drops the event, a broken event or
 a failed send is counted; each is counted by outcome in
 ``reag_recorder_events_total`` and logged at most once per ``log_every_s``
 per kind. PII is redacted here, on the app's side, before anything leaves the
-process (``reag.traffic.redaction``).
+process (``reag.traffic.redaction``); an event over ``max_event_bytes`` is
+refused before any redaction pattern runs on it, so a hostile request cannot
+hold the app's interpreter. A request without an id gets one derived from its
+query, response, user and time (``reag.ids.request_id_for``), so sampling by
+request is fixed when ``record()`` is called and a replayed log lands on the
+same cases.
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
 from reag import metrics
+from reag.ids import request_id_for
+from reag.settings import ReagSettings
 from reag.traffic.live import (
     TRACE_HEADERS,
     TRAFFIC_HEADERS,
@@ -40,7 +47,14 @@ from reag.traffic.live import (
     kafka_key,
     to_traffic,
 )
-from reag.traffic.redaction import RedactionPolicy, Redactor
+from reag.traffic.redaction import (
+    DEFAULT_MAX_EVENT_BYTES,
+    RedactionPolicy,
+    Redactor,
+    TooLargeError,
+    check_size,
+    configured_key,
+)
 from reag.traffic.sampling import kept, sample_key
 
 try:  # The OpenTelemetry API is optional: without it no trace context travels.
@@ -160,10 +174,18 @@ class Recorder:
         producer_factory: ProducerFactory | None = None,
         close_timeout_s: float = 5.0,
         log_every_s: float = 10.0,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        pseudonym_key: str | bytes | None = None,
     ) -> None:
         """``redaction`` None is the default policy (every built-in recogniser), not none:
         turning redaction off takes ``RedactionPolicy(enabled=False)``.
-        ``producer_options`` go to ``AIOKafkaProducer`` (security, ``linger_ms``, ...)."""
+        ``producer_options`` go to ``AIOKafkaProducer`` (security, ``linger_ms``, ...).
+        ``max_event_bytes`` is reag's event limit (``REAG_KAFKA__MAX_EVENT_BYTES``): a
+        larger exchange is counted as failed, never scanned. ``pseudonym_key`` keys the
+        pseudonyms of user ids that carry PII and must be the services' key
+        (``REAG_PSEUDONYM_KEY``); None reads that variable, else the key in
+        ``<REAG_STATE_DIR>/pseudonym.key`` (the embedded stack's), else draws one for
+        this process and warns."""
         if not app:
             raise ValueError("Recorder needs the app's name (app=...), as registered in reag")
         if not 0.0 <= sample_rate <= 1.0:
@@ -175,7 +197,12 @@ class Recorder:
         self._sample_rate = sample_rate
         self._sample_by = sample_by
         self._target = target
-        self._redactor = Redactor(redaction)
+        if pseudonym_key is None:
+            key = _default_key()
+        else:
+            key = pseudonym_key.encode() if isinstance(pseudonym_key, str) else pseudonym_key
+        self._redactor = Redactor(redaction, pseudonym_key=key)
+        self._max_event_bytes = max_event_bytes
         self._close_timeout_s = close_timeout_s
         self._throttle = _Throttled(log_every_s)
         self._bootstrap = (
@@ -309,6 +336,12 @@ class Recorder:
         if self._closed:
             self._failed(app, "closed", "reag recorder: record() after close(); event not sent")
             return False
+        if _text_length(exchange) > self._max_event_bytes:
+            # Before sampling, which scans the ids with the redactor's patterns.
+            self._too_large(app)
+            return False
+        if not exchange.request_id:
+            exchange = _with_derived_id(exchange)
         if self._sample_rate < 1.0 and not self._sampled_in(app, exchange):
             self._count(app, "sampled_out")
             return False
@@ -335,9 +368,17 @@ class Recorder:
             self._redactor.text(exchange.request_id),
             by=self._sample_by,
         )
-        if key is None:  # a request id is drawn later, at random: so is the sample
+        if key is None:  # pragma: no cover - _submit derives a request id first
             return random.random() < self._sample_rate
         return kept(key, self._sample_rate)
+
+    def _too_large(self, app: str) -> None:
+        self._failed(
+            app,
+            "too_large",
+            "reag recorder: an event over the %d-byte limit was not sent",
+            self._max_event_bytes,
+        )
 
     def _wake(self, *, force: bool = False) -> None:
         """Wakes the background loop; one wake-up in flight is enough (the loop clears the
@@ -530,7 +571,9 @@ class Recorder:
 
     async def _send(self, producer: ProducerLike, item: _Pending) -> None:
         try:
-            event, _ = self._redactor.traffic(to_traffic(item.exchange, item.app), where="recorder")
+            built = to_traffic(item.exchange, item.app)
+            check_size(built.ByteSize(), self._max_event_bytes)  # before any pattern runs
+            event, _ = self._redactor.traffic(built, where="recorder")
             sent = await producer.send(
                 self.topic,
                 event.SerializeToString(),
@@ -538,6 +581,10 @@ class Recorder:
                 headers=[*TRAFFIC_HEADERS, *item.headers],
             )
             future = asyncio.ensure_future(sent)
+        except TooLargeError:
+            self._too_large(item.app)
+            self._queue.task_done()
+            return
         except InvalidExchangeError as exc:  # the reason names fields, never their values
             self._failed(item.app, "invalid", "reag recorder: event not sent: %s", exc)
             self._queue.task_done()
@@ -579,3 +626,42 @@ class Recorder:
             self._queue.task_done()
         if lost:
             log.warning("reag recorder: %d events not sent: %s", lost, reason)
+
+
+def _default_key() -> bytes | None:
+    """``REAG_PSEUDONYM_KEY`` or the embedded stack's key; None (a key for this process
+    only) with a warning: the recorder never writes a key file into an app's directory."""
+    key = configured_key(ReagSettings())
+    if key is None:
+        log.warning(
+            "reag recorder: no pseudonym key (REAG_PSEUDONYM_KEY, or pseudonym_key=); user "
+            "ids that carry PII get pseudonyms that change when this process restarts"
+        )
+    return key
+
+
+def _text_length(exchange: LiveExchange) -> int:
+    """Characters in the exchange's text fields: a lower bound of its size in bytes, known
+    without encoding anything (attributes are counted when the event is built)."""
+    total = 0
+    for value in (
+        exchange.query,
+        exchange.response,
+        exchange.user_id,
+        exchange.request_id,
+        exchange.persona_hint,
+        exchange.description,
+        exchange.target,
+    ):
+        if isinstance(value, str):
+            total += len(value)
+    return total
+
+
+def _with_derived_id(exchange: LiveExchange) -> LiveExchange:
+    """``exchange`` with the request id its content, user and time give (and that time)."""
+    created_at = exchange.created_at if exchange.created_at is not None else time.time()
+    request_id = request_id_for(
+        str(exchange.query), str(exchange.response), str(exchange.user_id), int(created_at * 1e9)
+    )
+    return replace(exchange, request_id=request_id, created_at=created_at)

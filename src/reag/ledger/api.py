@@ -167,6 +167,8 @@ class ResultsServer:
     with ``add_service`` before ``start`` share both, and the health service
     reports them too. Without either, ``host`` must be loopback unless
     ``allow_insecure`` says otherwise (:func:`reag.exposure.refuse_open_bind`).
+    reports them too. ``max_receive_bytes`` (when set) is gRPC's limit on a
+    message it reads, in place of its 4 MiB default.
     """
 
     def __init__(
@@ -179,6 +181,7 @@ class ResultsServer:
         token: str | None = None,
         credentials: grpc.ServerCredentials | None = None,
         allow_insecure: bool = False,
+        max_receive_bytes: int | None = None,
     ) -> None:
         refuse_open_bind(
             host,
@@ -188,6 +191,11 @@ class ResultsServer:
             setting="REAG_LEDGER_GRPC_ALLOW_INSECURE",
         )
         self._store = store
+        self._options = (
+            []
+            if max_receive_bytes is None
+            else [("grpc.max_receive_message_length", max_receive_bytes)]
+        )
         self._address = f"{host}:{port}"
         self._grace_s = grace_s
         self._interceptors = [BearerTokenInterceptor(token)] if token else []
@@ -214,7 +222,7 @@ class ResultsServer:
         self._extra.append((name, register))
 
     async def start(self) -> None:
-        server = grpc.aio.server(interceptors=self._interceptors)
+        server = grpc.aio.server(interceptors=self._interceptors, options=self._options)
         api_pb2_grpc.add_ResultsServiceServicer_to_server(ResultsServicer(self._store), server)
         for _, register in self._extra:
             register(server)

@@ -87,7 +87,15 @@ APP_ATTRIBUTE = "reag.app"
 USER_ID_ATTRIBUTES = ("user.id", "enduser.id")
 
 # Why a span gave no event: stable codes, used as metric labels.
-SKIP_REASONS = ("not_llm", "no_trace_id", "no_app", "no_query", "no_response", "superseded")
+SKIP_REASONS = (
+    "not_llm",
+    "no_trace_id",
+    "no_app",
+    "no_query",
+    "no_response",
+    "superseded",
+    "too_large",
+)
 
 _GENAI_OPERATIONS_NOT_LLM = frozenset({"embeddings", "execute_tool"})
 _OPENINFERENCE_KINDS_NOT_LLM = frozenset(
@@ -504,9 +512,15 @@ def app_of(resource_attrs: Mapping[str, Any], override: str | None = None) -> st
 
 
 def traffic_from_request(
-    request: ExportTraceServiceRequest, *, app: str | None = None
+    request: ExportTraceServiceRequest, *, app: str | None = None, max_bytes: int | None = None
 ) -> Conversion:
-    """One ``Traffic`` event per trace that has an LLM span with a query and a response."""
+    """One ``Traffic`` event per trace that has an LLM span with a query and a response.
+
+    ``max_bytes`` bounds what one message can become, before anything is redacted:
+    resource attributes (``reag.profile.*``) are copied into every trace's event, so
+    a message within the size limit could otherwise give many events of nearly its
+    own size each. Events beyond ``max_bytes`` in all are skipped as ``too_large``.
+    """
     skipped: Counter[str] = Counter()
     spans = 0
     by_trace: dict[bytes, list[_Candidate]] = {}
@@ -551,10 +565,29 @@ def traffic_from_request(
         )
         if len(candidates) > 1:
             skipped["superseded"] += len(candidates) - 1
-        events.append(_to_traffic(chosen, app_of(chosen.resource_attrs, app)))
+        event = _to_traffic(chosen, app_of(chosen.resource_attrs, app))
+        if max_bytes is not None:
+            size = event.ByteSize()
+            if size > max_bytes:
+                skipped["too_large"] += 1
+                continue
+            max_bytes -= size
+        events.append(event)
     return Conversion(events=events, skipped=skipped, spans=spans)
 
 
-def convert(data: bytes, *, encoding: Encoding | None = None, app: str | None = None) -> Conversion:
-    """``parse_request`` then ``traffic_from_request``: the events in one Kafka message's bytes."""
-    return traffic_from_request(parse_request(data, encoding), app=app)
+def convert(
+    data: bytes,
+    *,
+    encoding: Encoding | None = None,
+    app: str | None = None,
+    max_bytes: int | None = None,
+) -> Conversion:
+    """``parse_request`` then ``traffic_from_request``: the events in one Kafka message's bytes.
+
+    With ``max_bytes``, ``data`` over it is refused (``OtlpDecodeError``) before it is
+    parsed, and the events are bounded as ``traffic_from_request`` says.
+    """
+    if max_bytes is not None and len(data) > max_bytes:
+        raise OtlpDecodeError(f"{len(data)} bytes, over the {max_bytes}-byte limit")
+    return traffic_from_request(parse_request(data, encoding), app=app, max_bytes=max_bytes)

@@ -107,11 +107,18 @@ class FixedPolicies:
 
 
 class PolicyDirectory:
-    """Cached per-app policies and their redactors, re-read after ``ttl_s``."""
+    """Cached per-app policies and their redactors, re-read after ``ttl_s``.
 
-    def __init__(self, store: PolicySource, *, ttl_s: float = 30.0) -> None:
+    ``pseudonym_key`` keys every redactor's pseudonyms (``redaction.pseudonym_key``
+    reads the deployment's); None: a key for this process only (tests).
+    """
+
+    def __init__(
+        self, store: PolicySource, *, ttl_s: float = 30.0, pseudonym_key: bytes | None = None
+    ) -> None:
         self._store = store
         self._ttl_s = ttl_s
+        self._key = pseudonym_key
         self._cache: dict[str, tuple[float, TrafficPolicy, Redactor]] = {}
 
     def _entry(self, app: str) -> tuple[float, TrafficPolicy, Redactor]:
@@ -119,7 +126,7 @@ class PolicyDirectory:
         hit = self._cache.get(app)
         if hit is None or now - hit[0] > self._ttl_s:
             policy = self._store.get(app)
-            hit = (now, policy, Redactor(policy.redaction))
+            hit = (now, policy, Redactor(policy.redaction, pseudonym_key=self._key))
             self._cache[app] = hit
         return hit
 

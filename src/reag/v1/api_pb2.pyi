@@ -213,8 +213,11 @@ class SubmitRequest(_message.Message):
     @_builtins.property
     def traffic(self) -> _events_pb2.Traffic:
         """query and actual_response are required. reag sets meta.case_id (from app
-        and request_id; a request without an id gets a random one), origin LIVE and
-        schema_version; it keeps meta.run_id and meta.created_at (empty: now).
+        and request_id), origin LIVE and schema_version; it keeps meta.run_id and
+        meta.created_at (empty: now). A request without an id gets one derived from
+        the query, the response, the user id and meta.created_at: set created_at to
+        when the app answered, and a retried call lands on the same case while a
+        genuine repeat (a later created_at) is a case of its own.
         """
 
     def __init__(
@@ -238,22 +241,26 @@ class SubmitResponse(_message.Message):
     CASE_ID_FIELD_NUMBER: _builtins.int
     ACCEPTED_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    RETRY_FIELD_NUMBER: _builtins.int
     case_id: _builtins.str
-    """the case on reag.traffic.v1; empty when refused"""
+    """the case on reag.traffic.v1; empty when refused as invalid"""
     accepted: _builtins.bool
     """true: on reag.traffic.v1; false: refused, nothing produced"""
     reason: _builtins.str
     """why it was refused; names fields, never their values"""
+    retry: _builtins.bool
+    """true: refused for a transient fault (no broker ack); send again"""
     def __init__(
         self,
         *,
         case_id: _builtins.str = ...,
         accepted: _builtins.bool = ...,
         reason: _builtins.str = ...,
+        retry: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "case_id", b"case_id", "reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "case_id", b"case_id", "reason", b"reason", "retry", b"retry"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -267,9 +274,13 @@ class SubmitSummary(_message.Message):
     ACCEPTED_FIELD_NUMBER: _builtins.int
     REFUSED_FIELD_NUMBER: _builtins.int
     RESULTS_FIELD_NUMBER: _builtins.int
+    UNAVAILABLE_FIELD_NUMBER: _builtins.int
     received: _builtins.int
     accepted: _builtins.int
     refused: _builtins.int
+    """invalid exchanges and, with retry set, unacknowledged ones"""
+    unavailable: _builtins.int
+    """of the refused: not acknowledged by the broker; send again"""
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___SubmitResponse]:
         """one per request, in the order received"""
@@ -281,10 +292,11 @@ class SubmitSummary(_message.Message):
         accepted: _builtins.int = ...,
         refused: _builtins.int = ...,
         results: _abc.Iterable[Global___SubmitResponse] | None = ...,
+        unavailable: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "received", b"received", "refused", b"refused", "results", b"results"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "received", b"received", "refused", b"refused", "results", b"results", "unavailable", b"unavailable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -186,11 +186,12 @@ class ResultsService:
 
 class TrafficServiceStub:
     """Live traffic in: what the Python recorder (reag.client) does, for apps in
-    any language. Each exchange is redacted under its app's policy, keyed by its
-    case id and produced to reag.traffic.v1 with acks=all; a call answers only
-    after the broker has acknowledged. A broker fault is UNAVAILABLE, so the
-    client retries: give every exchange a request_id and a retry keeps its case
-    id, so the retried event is a harmless duplicate downstream.
+    any language. Each exchange is size-checked, redacted under its app's policy,
+    keyed by its case id and produced to reag.traffic.v1 with acks=all; a call
+    answers only after the broker has acknowledged. A broker fault is UNAVAILABLE
+    (per item on a stream), so the client retries: a retry keeps its case id (from
+    the request_id, or from the content, the user and meta.created_at when there
+    is none), so the retried event is a harmless duplicate downstream.
     """
 
     def __init__(self, channel):
@@ -213,25 +214,30 @@ class TrafficServiceStub:
 
 class TrafficServiceServicer:
     """Live traffic in: what the Python recorder (reag.client) does, for apps in
-    any language. Each exchange is redacted under its app's policy, keyed by its
-    case id and produced to reag.traffic.v1 with acks=all; a call answers only
-    after the broker has acknowledged. A broker fault is UNAVAILABLE, so the
-    client retries: give every exchange a request_id and a retry keeps its case
-    id, so the retried event is a harmless duplicate downstream.
+    any language. Each exchange is size-checked, redacted under its app's policy,
+    keyed by its case id and produced to reag.traffic.v1 with acks=all; a call
+    answers only after the broker has acknowledged. A broker fault is UNAVAILABLE
+    (per item on a stream), so the client retries: a retry keeps its case id (from
+    the request_id, or from the content, the user and meta.created_at when there
+    is none), so the retried event is a harmless duplicate downstream.
     """
 
     def Submit(self, request, context):
-        """One exchange. INVALID_ARGUMENT: it lacks a query or response;
-        FAILED_PRECONDITION: the app has no corpus here (`reag corpus add`).
+        """One exchange. INVALID_ARGUMENT: it lacks a query or response, or is over
+        the event size limit; FAILED_PRECONDITION: the app has no corpus here
+        (`reag corpus add`); UNAVAILABLE: the broker did not acknowledge, retry.
+        A message over the size limit by more than 64 KiB is RESOURCE_EXHAUSTED,
+        refused by gRPC before it is read.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SubmitStream(self, request_iterator, context):
-        """Many exchanges on one stream, answered once, after the last is on the
-        broker. An invalid exchange is refused in the summary and the stream goes
-        on; a broker fault ends the call with UNAVAILABLE.
+        """Many exchanges on one stream, answered once, with one result per exchange
+        in order. An invalid exchange is refused in its result and the stream goes
+        on; after a broker fault, that exchange and the ones after it are answered
+        with retry set, and nothing after the fault is produced.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -260,11 +266,12 @@ def add_TrafficServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class TrafficService:
     """Live traffic in: what the Python recorder (reag.client) does, for apps in
-    any language. Each exchange is redacted under its app's policy, keyed by its
-    case id and produced to reag.traffic.v1 with acks=all; a call answers only
-    after the broker has acknowledged. A broker fault is UNAVAILABLE, so the
-    client retries: give every exchange a request_id and a retry keeps its case
-    id, so the retried event is a harmless duplicate downstream.
+    any language. Each exchange is size-checked, redacted under its app's policy,
+    keyed by its case id and produced to reag.traffic.v1 with acks=all; a call
+    answers only after the broker has acknowledged. A broker fault is UNAVAILABLE
+    (per item on a stream), so the client retries: a retry keeps its case id (from
+    the request_id, or from the content, the user and meta.created_at when there
+    is none), so the retried event is a harmless duplicate downstream.
     """
 
     @staticmethod

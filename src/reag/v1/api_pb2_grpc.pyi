@@ -74,11 +74,12 @@ def add_ResultsServiceServicer_to_server(servicer: ResultsServiceServicer, serve
 
 class TrafficServiceStub:
     """Live traffic in: what the Python recorder (reag.client) does, for apps in
-    any language. Each exchange is redacted under its app's policy, keyed by its
-    case id and produced to reag.traffic.v1 with acks=all; a call answers only
-    after the broker has acknowledged. A broker fault is UNAVAILABLE, so the
-    client retries: give every exchange a request_id and a retry keeps its case
-    id, so the retried event is a harmless duplicate downstream.
+    any language. Each exchange is size-checked, redacted under its app's policy,
+    keyed by its case id and produced to reag.traffic.v1 with acks=all; a call
+    answers only after the broker has acknowledged. A broker fault is UNAVAILABLE
+    (per item on a stream), so the client retries: a retry keeps its case id (from
+    the request_id, or from the content, the user and meta.created_at when there
+    is none), so the retried event is a harmless duplicate downstream.
     """
 
     @_typing.overload
@@ -86,43 +87,53 @@ class TrafficServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> TrafficServiceAsyncStub: ...
     Submit: _grpc.UnaryUnaryMultiCallable[_api_pb2.SubmitRequest, _api_pb2.SubmitResponse]
-    """One exchange. INVALID_ARGUMENT: it lacks a query or response;
-    FAILED_PRECONDITION: the app has no corpus here (`reag corpus add`).
+    """One exchange. INVALID_ARGUMENT: it lacks a query or response, or is over
+    the event size limit; FAILED_PRECONDITION: the app has no corpus here
+    (`reag corpus add`); UNAVAILABLE: the broker did not acknowledge, retry.
+    A message over the size limit by more than 64 KiB is RESOURCE_EXHAUSTED,
+    refused by gRPC before it is read.
     """
     SubmitStream: _grpc.StreamUnaryMultiCallable[_api_pb2.SubmitRequest, _api_pb2.SubmitSummary]
-    """Many exchanges on one stream, answered once, after the last is on the
-    broker. An invalid exchange is refused in the summary and the stream goes
-    on; a broker fault ends the call with UNAVAILABLE.
+    """Many exchanges on one stream, answered once, with one result per exchange
+    in order. An invalid exchange is refused in its result and the stream goes
+    on; after a broker fault, that exchange and the ones after it are answered
+    with retry set, and nothing after the fault is produced.
     """
 
 @_typing.type_check_only
 class TrafficServiceAsyncStub(TrafficServiceStub):
     """Live traffic in: what the Python recorder (reag.client) does, for apps in
-    any language. Each exchange is redacted under its app's policy, keyed by its
-    case id and produced to reag.traffic.v1 with acks=all; a call answers only
-    after the broker has acknowledged. A broker fault is UNAVAILABLE, so the
-    client retries: give every exchange a request_id and a retry keeps its case
-    id, so the retried event is a harmless duplicate downstream.
+    any language. Each exchange is size-checked, redacted under its app's policy,
+    keyed by its case id and produced to reag.traffic.v1 with acks=all; a call
+    answers only after the broker has acknowledged. A broker fault is UNAVAILABLE
+    (per item on a stream), so the client retries: a retry keeps its case id (from
+    the request_id, or from the content, the user and meta.created_at when there
+    is none), so the retried event is a harmless duplicate downstream.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Submit: _aio.UnaryUnaryMultiCallable[_api_pb2.SubmitRequest, _api_pb2.SubmitResponse]  # type: ignore[assignment]
-    """One exchange. INVALID_ARGUMENT: it lacks a query or response;
-    FAILED_PRECONDITION: the app has no corpus here (`reag corpus add`).
+    """One exchange. INVALID_ARGUMENT: it lacks a query or response, or is over
+    the event size limit; FAILED_PRECONDITION: the app has no corpus here
+    (`reag corpus add`); UNAVAILABLE: the broker did not acknowledge, retry.
+    A message over the size limit by more than 64 KiB is RESOURCE_EXHAUSTED,
+    refused by gRPC before it is read.
     """
     SubmitStream: _aio.StreamUnaryMultiCallable[_api_pb2.SubmitRequest, _api_pb2.SubmitSummary]  # type: ignore[assignment]
-    """Many exchanges on one stream, answered once, after the last is on the
-    broker. An invalid exchange is refused in the summary and the stream goes
-    on; a broker fault ends the call with UNAVAILABLE.
+    """Many exchanges on one stream, answered once, with one result per exchange
+    in order. An invalid exchange is refused in its result and the stream goes
+    on; after a broker fault, that exchange and the ones after it are answered
+    with retry set, and nothing after the fault is produced.
     """
 
 class TrafficServiceServicer(metaclass=_abc_1.ABCMeta):
     """Live traffic in: what the Python recorder (reag.client) does, for apps in
-    any language. Each exchange is redacted under its app's policy, keyed by its
-    case id and produced to reag.traffic.v1 with acks=all; a call answers only
-    after the broker has acknowledged. A broker fault is UNAVAILABLE, so the
-    client retries: give every exchange a request_id and a retry keeps its case
-    id, so the retried event is a harmless duplicate downstream.
+    any language. Each exchange is size-checked, redacted under its app's policy,
+    keyed by its case id and produced to reag.traffic.v1 with acks=all; a call
+    answers only after the broker has acknowledged. A broker fault is UNAVAILABLE
+    (per item on a stream), so the client retries: a retry keeps its case id (from
+    the request_id, or from the content, the user and meta.created_at when there
+    is none), so the retried event is a harmless duplicate downstream.
     """
 
     @_abc_1.abstractmethod
@@ -131,8 +142,11 @@ class TrafficServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _api_pb2.SubmitRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_api_pb2.SubmitResponse, _abc.Awaitable[_api_pb2.SubmitResponse]]:
-        """One exchange. INVALID_ARGUMENT: it lacks a query or response;
-        FAILED_PRECONDITION: the app has no corpus here (`reag corpus add`).
+        """One exchange. INVALID_ARGUMENT: it lacks a query or response, or is over
+        the event size limit; FAILED_PRECONDITION: the app has no corpus here
+        (`reag corpus add`); UNAVAILABLE: the broker did not acknowledge, retry.
+        A message over the size limit by more than 64 KiB is RESOURCE_EXHAUSTED,
+        refused by gRPC before it is read.
         """
 
     @_abc_1.abstractmethod
@@ -141,9 +155,10 @@ class TrafficServiceServicer(metaclass=_abc_1.ABCMeta):
         request_iterator: _MaybeAsyncIterator[_api_pb2.SubmitRequest],
         context: _ServicerContext,
     ) -> _typing.Union[_api_pb2.SubmitSummary, _abc.Awaitable[_api_pb2.SubmitSummary]]:
-        """Many exchanges on one stream, answered once, after the last is on the
-        broker. An invalid exchange is refused in the summary and the stream goes
-        on; a broker fault ends the call with UNAVAILABLE.
+        """Many exchanges on one stream, answered once, with one result per exchange
+        in order. An invalid exchange is refused in its result and the stream goes
+        on; after a broker fault, that exchange and the ones after it are answered
+        with retry set, and nothing after the fault is produced.
         """
 
 def add_TrafficServiceServicer_to_server(servicer: TrafficServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

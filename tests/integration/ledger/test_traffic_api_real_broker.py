@@ -16,6 +16,7 @@ import pytest
 from reag.ids import case_id_for
 from reag.ledger.api import ResultsServer
 from reag.ledger.store import LedgerStore
+from reag.traffic.ingress import SERVICE_NAME
 from reag.traffic.redaction import Redactor
 from reag.v1 import api_pb2, api_pb2_grpc
 from reag.v1 import events_pb2 as pb
@@ -24,7 +25,7 @@ from services.kit.broker import make_broker
 from services.kit.settings import KafkaSettings
 from services.kit.testing import read_events
 from services.kit.topology import TRAFFIC
-from services.ledger.traffic_api import SERVICE_NAME, TrafficServicer, broker_producer
+from services.ledger.traffic_api import broker_producer, traffic_ingress
 
 pytestmark = [pytest.mark.kafka]
 
@@ -52,7 +53,7 @@ async def test_a_streamed_submit_lands_on_the_traffic_topic(
     kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
     await ensure_topics(kafka, topic_suffix)
     broker = make_broker(kafka, "ledger")
-    servicer = TrafficServicer(
+    servicer = traffic_ingress(
         produce=broker_producer(broker),
         redactor_for=lambda _app: Redactor(),
         app_known=lambda app: app == APP,
@@ -91,7 +92,7 @@ async def test_submit_before_the_broker_is_connected_is_unavailable(
 ) -> None:
     """The ledger's gRPC port opens before its broker connects; a Submit then must be retried."""
     broker = make_broker(KafkaSettings(bootstrap_servers="127.0.0.1:1"), "ledger")
-    servicer = TrafficServicer(
+    servicer = traffic_ingress(
         produce=broker_producer(broker),
         redactor_for=lambda _app: Redactor(),
         app_known=lambda _app: True,
@@ -107,6 +108,12 @@ async def test_submit_before_the_broker_is_connected_is_unavailable(
                 await api_pb2_grpc.TrafficServiceStub(channel).Submit(
                     next(_requests("early", 1)), timeout=10
                 )
+            # A stream is answered per exchange: each one to send again, none lost unsaid.
+            summary = await api_pb2_grpc.TrafficServiceStub(channel).SubmitStream(
+                _requests("early", 2), timeout=20
+            )
     finally:
         await server.stop()
     assert down.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert (summary.received, summary.accepted, summary.unavailable) == (2, 0, 2)
+    assert all(r.retry and r.case_id for r in summary.results)

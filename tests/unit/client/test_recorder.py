@@ -12,13 +12,15 @@ from typing import Any, Literal
 import pytest
 from prometheus_client import REGISTRY
 
+from bench.redaction import MIB, PATHOLOGICAL
 from reag.client import Recorder
 from reag.ids import case_id_for
 from reag.traffic import shadow
 from reag.traffic.live import LiveExchange
 from reag.traffic.policy import ShadowPolicy
-from reag.traffic.redaction import RedactionPolicy
+from reag.traffic.redaction import RedactionPolicy, Redactor
 from reag.v1 import events_pb2 as pb
+from tests.cpu_bound import within_cpu
 
 EMAIL = "jane.doe@example.com"
 PHONE = "+44 20 7946 0958"
@@ -336,3 +338,66 @@ def test_bad_settings_are_refused_at_construction() -> None:
         Recorder(app="a", sample_rate=1.5, producer_factory=FakeProducer)
     with pytest.raises(ValueError, match="app"):
         Recorder(app="", producer_factory=FakeProducer)
+
+
+# --- hostile input (issue 23) ---------------------------------------------------------------
+
+
+def test_an_event_over_the_limit_is_refused_before_any_pattern_runs(fake: FakeProducer) -> None:
+    with (
+        within_cpu("refusing 2 MiB"),
+        Recorder(app="big", producer_factory=lambda: fake, max_event_bytes=4096) as rec,
+    ):
+        assert not rec.record(query="a" * (2 * MIB) + "@", response="r")  # on the app's thread
+        assert rec.record(query="q", response="r", profile={"note": "a" * 5000})
+        assert rec.flush(5)
+        stats = rec.stats()
+    assert fake.sent == []
+    assert stats.failed == 2
+    assert stats.recorded == 0
+
+
+@pytest.mark.parametrize("family", ["email", "card_spaced", "invisible"])
+def test_a_mib_of_pathological_text_is_recorded_in_bounded_cpu(
+    fake: FakeProducer, family: str
+) -> None:
+    text = PATHOLOGICAL[family](MIB)
+    with Recorder(app="hostile", producer_factory=lambda: fake, max_event_bytes=2 * MIB) as rec:
+        with within_cpu(f"recording 1 MiB of {family}"):
+            assert rec.record(query=text, response="r", request_id="r-1")
+            assert rec.flush(60)
+        assert rec.stats().recorded == 1
+
+
+def _exchange(created_at: float, user_id: str = "u-1") -> LiveExchange:
+    return LiveExchange(query="q", response="r", user_id=user_id, created_at=created_at)
+
+
+def test_a_missing_request_id_is_derived_so_a_resend_keeps_its_case(
+    recorder: Recorder, fake: FakeProducer
+) -> None:
+    recorder.record_exchange(_exchange(1_700_000_000.0))
+    recorder.record_exchange(_exchange(1_700_000_000.0))  # the same exchange, sent again
+    recorder.record_exchange(_exchange(1_700_000_060.0))  # asked again a minute later
+    recorder.record_exchange(_exchange(1_700_000_000.0, user_id="u-2"))
+    assert recorder.flush(5)
+    cases = [event.meta.case_id for event in fake.events()]
+    assert cases[0] == cases[1]
+    assert len(set(cases)) == 3
+
+
+def test_sampling_by_request_without_an_id_is_not_a_coin_toss(fake: FakeProducer) -> None:
+    with Recorder(
+        app="sampled", producer_factory=lambda: fake, sample_rate=0.5, sample_by="request"
+    ) as rec:
+        outcomes = {rec.record_exchange(_exchange(1_700_000_000.0)) for _ in range(40)}
+    assert len(outcomes) == 1
+
+
+def test_user_pseudonyms_use_the_given_key(fake: FakeProducer) -> None:
+    with Recorder(app="keyed", producer_factory=lambda: fake, pseudonym_key="k-1") as rec:
+        rec.record(query="q", response="r", user_id=EMAIL, request_id="r-1")
+        assert rec.flush(5)
+    [event] = fake.events()
+    assert event.profile.user_id == Redactor(pseudonym_key=b"k-1").user_id(EMAIL)
+    assert event.profile.user_id != Redactor(pseudonym_key=b"k-2").user_id(EMAIL)

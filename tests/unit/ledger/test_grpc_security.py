@@ -19,13 +19,14 @@ from reag.corpus.model import Document
 from reag.corpus.store import CorpusStore
 from reag.ledger.api import BearerTokenInterceptor, ResultsServer, server_credentials
 from reag.ledger.store import LedgerStore
+from reag.traffic.ingress import SERVICE_NAME
 from reag.traffic.redaction import Redactor
 from reag.v1 import api_pb2, api_pb2_grpc
 from reag.v1 import events_pb2 as pb
 from services.kit.topology import TRAFFIC
 from services.ledger.main import create_app
 from services.ledger.settings import LedgerSettings
-from services.ledger.traffic_api import SERVICE_NAME, TrafficServicer
+from services.ledger.traffic_api import traffic_ingress
 from shell.stack.ports import free_port
 from tests.tls_certs import Tls, self_signed
 
@@ -58,7 +59,7 @@ async def _accept(_topic: str, _value: bytes, _key: bytes) -> None:
 def _server(
     store: LedgerStore, *, credentials: grpc.ServerCredentials | None = None
 ) -> ResultsServer:
-    servicer = TrafficServicer(
+    servicer = traffic_ingress(
         produce=_accept, redactor_for=lambda _app: Redactor(), app_known=lambda _app: True
     )
     server = ResultsServer(store, token=TOKEN, credentials=credentials)

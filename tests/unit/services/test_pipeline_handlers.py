@@ -200,6 +200,41 @@ async def test_elicitor_maps_traffic_to_an_intention_and_dead_letters_unknown_ap
     assert "reag corpus add" in letters["no_persona_categories"].reason
 
 
+async def test_elicitor_ignores_a_synthetic_origin_claimed_on_the_traffic_topic() -> None:
+    """A direct producer that writes ORIGIN_SYNTHETIC is sampled and rate-limited like any
+    traffic (issue 23): the topic is open, the claim proves nothing."""
+    from reag.traffic.policy import ShadowPolicy, TrafficPolicy
+
+    policies = PolicyDirectory(
+        FixedPolicies(
+            {
+                "sampled": TrafficPolicy(shadow=ShadowPolicy(sample_rate=0.0)),
+                "limited": TrafficPolicy(shadow=ShadowPolicy(max_cases_per_minute=1)),
+            }
+        )
+    )
+    corpus = [*(dataclasses.replace(d, app=app) for d in CORPUS for app in ("sampled", "limited"))]
+    router = elicitor_router(
+        ElicitorSettings(topic_suffix=SUFFIX, delivery=NO_PARK),
+        directory(corpus),
+        policies,
+        ShadowGate(no_spend),
+    )
+    broker, sink = broker_with(router, {"reag.intentions.v1" + SUFFIX: pb.Intention})
+    events = [traffic("s1", app="sampled"), *(traffic(f"l{i}", app="limited") for i in range(3))]
+    for event in events:
+        event.meta.origin = pb.ORIGIN_SYNTHETIC
+    async with TestKafkaBroker(broker) as test_broker:
+        for event in events:
+            await test_broker.publish(
+                event.SerializeToString(),
+                "reag.traffic.v1" + SUFFIX,
+                key=event.meta.case_id.encode(),
+            )
+    admitted = sink.got.get("reag.intentions.v1" + SUFFIX, [])
+    assert [i.meta.case_id for i in admitted] == ["l0"]
+
+
 def intention(case: str) -> pb.Intention:
     event = pb.Intention(
         query="Can I drink coconut water on dialysis?",
@@ -309,3 +344,14 @@ async def test_oracle_publishes_the_oracle_and_one_judge_request_per_criterion()
     # The exception's type, never its message (a validation error may quote the output).
     assert "(OracleInvalidError)" in letter.reason
     assert not replies
+
+
+def test_the_elicitor_scrubs_an_oversized_dead_letter_cut_to_the_limit() -> None:
+    from services.elicitor.handlers import redacted_traffic_bytes
+
+    event = traffic("big")
+    event.query = "card 4111 1111 1111 1111 " * 2000
+    data = event.SerializeToString()
+    out = redacted_traffic_bytes(PolicyDirectory(FixedPolicies()), data, max_bytes=10_000)
+    assert len(out) <= 10_000
+    assert b"4111 1111" not in out

@@ -17,6 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
+from bench.redaction import MIB, PATHOLOGICAL
 from reag.ids import case_id_for
 from reag.traffic.otlp import (
     SKIP_REASONS,
@@ -30,6 +31,7 @@ from reag.traffic.otlp import (
 )
 from reag.traffic.redaction import Redactor
 from reag.v1 import events_pb2 as pb
+from tests.cpu_bound import within_cpu
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 OTHER_TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -529,3 +531,37 @@ def test_events_redact_like_any_traffic() -> None:
     assert "jane" not in redacted.query
     assert redacted.profile.user_id.startswith("user-")
     assert counts["EMAIL"] == 1
+
+
+# --- hostile input (issue 23) ---------------------------------------------------------------
+
+
+def _amplifying(traces: int, profile_bytes: int) -> bytes:
+    """One message whose resource profile is copied into each of ``traces`` events."""
+    spans = [span(genai(), trace=f"{i + 1:032x}", span_id=f"{i + 1:016x}") for i in range(traces)]
+    resource = {"service.name": "nutrition", "reag.profile.note": "a" * profile_bytes + "@"}
+    return request(*spans, resource=resource).SerializeToString()
+
+
+def test_a_message_cannot_become_more_event_bytes_than_the_limit() -> None:
+    data = _amplifying(traces=50, profile_bytes=20_000)
+    conversion = convert(data, max_bytes=len(data))
+    assert sum(event.ByteSize() for event in conversion.events) <= len(data)
+    assert conversion.skipped["too_large"] == 50 - len(conversion.events)
+    assert conversion.skipped["too_large"] > 0
+
+
+def test_a_message_over_the_limit_is_refused_before_parsing() -> None:
+    with pytest.raises(OtlpDecodeError, match="over the 100-byte limit"):
+        convert(b"{" + b" " * 200 + b"}", max_bytes=100)
+
+
+@pytest.mark.parametrize("family", ["email", "card_spaced", "invisible"])
+def test_a_mib_of_pathological_spans_converts_and_redacts_in_bounded_cpu(family: str) -> None:
+    text = PATHOLOGICAL[family](MIB // 2)
+    spans = [span(genai(query=text, answer=text))]
+    data = request(*spans, resource={"service.name": "nutrition"}).SerializeToString()
+    redactor = Redactor()
+    with within_cpu(f"OTLP of 1 MiB of {family}"):
+        for event in convert(data, max_bytes=2 * MIB).events:
+            redactor.traffic(event)
