@@ -25,6 +25,7 @@ MODULES = (
     "bench.trust_stack",
     "bench.pipeline",
     "bench.injection",
+    "bench.injection_detector",
 )
 
 
