@@ -86,11 +86,18 @@ def recall_table(found: Sequence[Detection], title: str) -> list[str]:
     scanned = [d for d in found if d.attack.field != "query"]
     query = [d for d in found if d.attack.field == "query"]
     n_attacks = len({d.attack.id for d in scanned})
+    by_attack: dict[str, list[Detection]] = {}
+    for d in scanned:
+        by_attack.setdefault(d.attack.id, []).append(d)
+    everywhere = sum(all(d.finding for d in ds) for ds in by_attack.values())
     lines = [
         f"### {title}",
         "",
         f"- recall, response and profile attacks ({n_attacks} attacks × items): "
         f"{_rate(scanned).cell()}",
+        f"- attacks flagged on every item: {Rate(everywhere, len(by_attack)).cell()} "
+        "(detection hardly depends on the item, so this is the count to read: "
+        "the item-level interval above is far too narrow)",
         f"- query attacks (not read by `detect`): {_rate(query).cell()} flagged, "
         f"{len({d.attack.id for d in query})} attacks",
         "",
@@ -104,13 +111,10 @@ def recall_table(found: Sequence[Detection], title: str) -> list[str]:
     lines += [f"| {name} | {_rate(groups[name]).cell()} |" for name in sorted(groups)]
     kinds = Counter(d.finding.kind for d in scanned if d.finding is not None)
     lines += ["", "Caught by: " + ", ".join(f"{k} {n}" for k, n in kinds.most_common())]
-    missed: dict[str, list[Detection]] = {}
-    for d in scanned:
-        missed.setdefault(d.attack.id, []).append(d)
-    partial = {a: _rate(ds) for a, ds in missed.items() if any(d.finding is None for d in ds)}
+    partial = {a: _rate(ds) for a, ds in by_attack.items() if any(d.finding is None for d in ds)}
     lines += ["", "Attacks not flagged on every item:"]
     lines += [
-        f"- {a} ({missed[a][0].attack.family}): {r.cell()}" for a, r in sorted(partial.items())
+        f"- {a} ({by_attack[a][0].attack.family}): {r.cell()}" for a, r in sorted(partial.items())
     ]
     if not partial:
         lines.append("- none")
