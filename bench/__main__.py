@@ -27,6 +27,7 @@ MODULES = (
     "bench.pipeline",
     "bench.injection",
     "bench.cases",
+    "bench.injection_detector",
 )
 
 
