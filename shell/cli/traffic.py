@@ -162,7 +162,8 @@ def send(  # noqa: PLR0917 - typer maps each option to one parameter
     from google.protobuf.json_format import MessageToDict
 
     from reag.traffic.live import to_traffic
-    from reag.traffic.redaction import Redactor
+    from reag.settings import ReagSettings
+    from reag.traffic.redaction import Redactor, configured_key
 
     app, policy = _app_and_policy(app_name, manifest)
     rows, errors = _read(file, maps or [], fmt)
@@ -173,7 +174,9 @@ def send(  # noqa: PLR0917 - typer maps each option to one parameter
     }
     failed = 0
     if dry_run:
-        redactor = Redactor(policy)
+        # The deployment's key where there is one, so a dry run shows the pseudonyms a
+        # real send would give (without one, a per-process key: the recorder's rule).
+        redactor = Redactor(policy, pseudonym_key=configured_key(ReagSettings()))
         report["events"] = [
             MessageToDict(redactor.traffic(to_traffic(row.exchange, app))[0]) for row in rows
         ]
