@@ -161,8 +161,8 @@ def send(  # noqa: PLR0917 - typer maps each option to one parameter
     """
     from google.protobuf.json_format import MessageToDict
 
-    from reag.traffic.live import to_traffic
     from reag.settings import ReagSettings
+    from reag.traffic.live import to_traffic
     from reag.traffic.redaction import Redactor, configured_key
 
     app, policy = _app_and_policy(app_name, manifest)
