@@ -24,9 +24,10 @@ from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from reag.calibration.errors import CalibrationError, MissingScoreError
-from reag.calibration.fixed_sequence import DEFAULT_GRID, DEFAULT_MIN_ACCEPTED, Grid, ThresholdFit
-from reag.calibration.scaling import DEFAULT_TAU, DEFAULT_TEMPERATURES, fit_tier
+from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid, ThresholdFit
+from reag.calibration.scaling import DEFAULT_TEMPERATURES, fit_tier
 from reag.calibration.scores import ScoreRecord, ScoreTable, pivot
+from reag.fit_defaults import DEFAULT_MIN_ACCEPTED, DEFAULT_TAU
 
 Mode = Literal["cascade", "independent", "system"]
 MODES: tuple[Mode, ...] = ("cascade", "independent", "system")

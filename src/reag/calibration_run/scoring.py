@@ -27,11 +27,11 @@ from reag.calibration.cascade import ABSTAIN, route
 from reag.calibration.errors import CalibrationError
 from reag.calibration.scores import ScoreRecord
 from reag.calibration.store import CalibrationItem, CalibrationStore, StoredScore
+from reag.calibration_run.clients import build_judges, make_tier_clients
+from reag.calibration_run.files import read_labelled, select_app
+from reag.calibration_run.fitting import FitSpec
 from reag.judging.judge import TierJudge
 from reag.judging.settings import CascadeSettings
-from reag.labelled.clients import build_judges, make_tier_clients
-from reag.labelled.files import read_labelled, select_app
-from reag.labelled.fitting import FitSpec
 from reag.llm.client import LLMClient
 
 
