@@ -298,3 +298,12 @@ def test_the_embedded_default_is_the_one_judge_the_sweep_chose(
     assert settings.judge_config(1).n_annotators == 1
     with pytest.raises(ValueError, match="not in the cascade"):
         JudgeSettings(tier=2)
+
+
+def test_the_calibrator_fits_with_the_one_set_of_defaults() -> None:
+    from reag.calibration import Grid
+    from reag.calibration_run.fitting import FitSpec
+
+    assert CalibratorSettings().fit_spec() == FitSpec()
+    custom = CalibratorSettings(alpha=0.2, grid="0.9:0.5:0.1", mode="system").fit_spec()
+    assert (custom.alpha, custom.mode, custom.grid) == (0.2, "system", Grid.parse("0.9:0.5:0.1"))
