@@ -138,7 +138,7 @@ def calibrate(
     ] = None,
 ) -> None:
     """Fit each tier's confidence threshold λ̂ by fixed-sequence testing (paper 3.4.2)."""
-    from reag.calibration import CalibrationError, Grid, calibrate_cascade, read_scores
+    from reag.calibration import CalibrationError, Grid, read_scores
     from reag.calibration_run.fitting import FitSpec
 
     if independent and system:
@@ -170,15 +170,7 @@ def calibrate(
         raise _fail("--app, --tier-models, --publish and --stored-scores go with --labels")
     try:
         records = _load(scores, labels, read_scores)
-        calibration = calibrate_cascade(
-            records,
-            alpha=spec.alpha,
-            delta=spec.delta,
-            mode=spec.mode,
-            tau=spec.tau,
-            grid=spec.grid,
-            min_accepted=spec.min_accepted,
-        )
+        calibration = spec.fit(records)
     except CalibrationError as exc:
         raise _fail(str(exc)) from exc
     if as_json:

@@ -38,16 +38,23 @@ class FitSpec:
     min_accepted: int = DEFAULT_MIN_ACCEPTED
 
     def fit(
-        self, records: Sequence[ScoreRecord], n_tiers: int, *, depth: int
+        self,
+        records: Sequence[ScoreRecord],
+        n_tiers: int | None = None,
+        *,
+        depth: int | None = None,
     ) -> CascadeCalibration:
-        """Fit tiers 1..n_tiers of a cascade of ``depth`` tiers from the records so far.
+        """Fit tiers 1..n_tiers of a cascade of ``depth`` tiers from the records so far
+        (default: every tier the records hold, as the whole cascade).
 
         Under system mode each tier is tested at δ/depth whatever the number of
         tiers fit so far, so a partial fit's tiers equal the full fit's.
         """
-        tier_delta = self.delta * n_tiers / depth if self.mode == "system" else self.delta
+        table = pivot(records, n_tiers=n_tiers)
+        fitted, depth = table.n_tiers, depth or table.n_tiers
+        tier_delta = self.delta * fitted / depth if self.mode == "system" else self.delta
         return calibrate_table(
-            pivot(records, n_tiers=n_tiers),
+            table,
             alpha=self.alpha,
             delta=tier_delta,
             mode=self.mode,
