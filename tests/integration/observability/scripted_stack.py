@@ -113,9 +113,7 @@ def tier_client(tier: int, service: str) -> LLMClient:
     return LLMClient(provider, Caller(service, str(tier)))
 
 
-async def initial_thresholds(
-    settings: dict[int, JudgeSettings], deps: dict[int, JudgeTier]
-) -> list[pb.Threshold]:
+async def initial_thresholds(deps: dict[int, JudgeTier]) -> list[pb.Threshold]:
     """The thresholds as the calibrator would have published them: fitted on these judges."""
     found = []
     for tier, value in INITIAL_THRESHOLDS.items():
@@ -133,7 +131,7 @@ async def initial_thresholds(
         else:
             threshold.threshold = value
         threshold.computed_at.seconds = 1_000
-        judge = await deps[tier].judge_for(APP, settings[tier])
+        judge = await deps[tier].judge_for(APP)
         JudgeIdentity.of_judge(judge).stamp(threshold)
         found.append(threshold)
     return found
@@ -158,7 +156,7 @@ async def run(bootstrap: str, suffix: str, metrics_port: int, state_dir: Path) -
     await produce_events(
         bootstrap,
         THRESHOLDS + suffix,
-        await initial_thresholds(judges, judge_deps),
+        await initial_thresholds(judge_deps),
         lambda t: f"{APP}/{t.tier}",
     )
     for tier, settings in judges.items():
