@@ -19,7 +19,7 @@ from reag.calibration.errors import CalibrationError
 from reag.calibration.scores import ScoreRecord
 from reag.calibration.store import EXCHANGEABLE, CalibrationStore
 from reag.calibration_run.clients import build_judges
-from reag.calibration_run.files import read_labelled, select_app
+from reag.calibration_run.files import ingest_labelled
 from reag.calibration_run.fitting import FitSpec, thresholds_from
 from reag.calibration_run.scoring import Progress, ScoringStats, score_for_calibration
 from reag.calibration_run.snapshot import SnapshotReport, import_snapshot
@@ -133,9 +133,7 @@ async def run_calibration(
     """
     chosen = app
     if labels is not None:
-        items = read_labelled(labels)
-        chosen = select_app(items, app)
-        await asyncio.to_thread(store.add_items, [i for i in items if i.app == chosen])
+        chosen, _ = await ingest_labelled(store, labels, app)
     if chosen is None:
         raise CalibrationError("a calibration run needs an app or a labelled file")
     judges = await asyncio.to_thread(build_judges, store, chosen, clients, settings)

@@ -12,7 +12,7 @@ from reag.calibration.store import CalibrationStore
 from reag.calibration_run.calibrate import run_calibration
 from reag.calibration_run.files import LabelledFileError, read_labelled
 from reag.calibration_run.fitting import FitSpec
-from reag.calibration_run.scoring import score_labelled_file, score_labelled_set
+from reag.calibration_run.scoring import score_labelled_file
 from reag.judging.settings import CascadeSettings
 from reag.llm.client import LLMClient
 from reag.llm.fake import FakeProvider
@@ -161,27 +161,29 @@ def test_labelled_files_are_checked_line_by_line(tmp_path: Path) -> None:
     )
     (tmp_path / "two.jsonl").write_text(two)
     with pytest.raises(LabelledFileError, match="several apps"):
-        score_labelled_set(
-            tmp_path / "two.jsonl",
-            clients=[],
-            settings=CascadeSettings(),
-            store=CalibrationStore.open(f"sqlite:///{tmp_path / 's.db'}"),
+        asyncio.run(
+            score_labelled_file(
+                tmp_path / "two.jsonl",
+                CalibrationStore.open(f"sqlite:///{tmp_path / 's.db'}"),
+                [],
+                CascadeSettings(),
+            )
         )
 
 
-def test_score_labelled_set_is_the_calibrate_cli_entry_point(
+def test_scoring_a_labelled_file_twice_calls_no_judge_twice(
     store: CalibrationStore, tmp_path: Path
 ) -> None:
     path = write_labelled(tmp_path / "labels.jsonl", 20)
     providers = three_providers()
-    records = score_labelled_set(
-        path, store=store, clients=tier_clients(*providers), settings=CascadeSettings()
+    records = asyncio.run(
+        score_labelled_file(path, store, tier_clients(*providers), CascadeSettings())
     )
     assert sorted({r.tier for r in records}) == [1, 2, 3]
     assert len(records) == 60
     assert {r.label for r in records} == {"YES", "NO"}
-    again = score_labelled_set(
-        path, store=store, clients=tier_clients(*providers), settings=CascadeSettings()
+    again = asyncio.run(
+        score_labelled_file(path, store, tier_clients(*providers), CascadeSettings())
     )
     assert [len(p.calls) for p in providers] == [100, 100, 100]
     assert sorted(again, key=lambda r: (r.item_id, r.tier)) == sorted(
