@@ -51,8 +51,9 @@ class FitSpec:
         tiers fit so far, so a partial fit's tiers equal the full fit's.
         """
         table = pivot(records, n_tiers=n_tiers)
-        fitted, depth = table.n_tiers, depth or table.n_tiers
-        tier_delta = self.delta * fitted / depth if self.mode == "system" else self.delta
+        tier_delta = self.delta
+        if self.mode == "system" and depth is not None:
+            tier_delta = self.delta * table.n_tiers / depth
         return calibrate_table(
             table,
             alpha=self.alpha,
