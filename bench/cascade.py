@@ -35,7 +35,7 @@ from pathlib import Path
 from reag.calibration import ScoreRecord, pivot, read_scores
 from reag.calibration.sweep import SweepResult, parse_alphas, parse_tier_costs, run_sweep
 from reag.calibration.sweep_output import markdown, write_sweep
-from reag.labelled.scoring import Progress
+from reag.calibration_run.scoring import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "examples" / "nutrition" / "calibration.jsonl"
@@ -92,9 +92,9 @@ def _progress(started: float) -> Progress:
 def score_example_set(labels: Path) -> list[ScoreRecord]:
     """Every tier on every labelled item, from the store where already scored."""
     from reag.calibration.store import CalibrationStore
+    from reag.calibration_run.clients import make_tier_clients
+    from reag.calibration_run.scoring import ScoringStats, score_labelled_file
     from reag.judging.settings import CascadeSettings
-    from reag.labelled.clients import make_tier_clients
-    from reag.labelled.scoring import ScoringStats, score_labelled_file
 
     settings = CascadeSettings()
     clients = make_tier_clients(settings, "bench")

@@ -513,7 +513,7 @@ def cross_fitted_thresholds(
     the cases carry no calibration items (apps without labels).
     """
     from reag.calibration import fit_threshold
-    from reag.labelled.snapshot import read_snapshot, snapshot_name
+    from reag.calibration_run.snapshot import read_snapshot, snapshot_name
 
     path = SCORES / snapshot_name(judge_model, prompt_version)
     if not path.exists() or not any(r.case.items for r in runs):

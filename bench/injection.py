@@ -431,7 +431,7 @@ def report(found: Sequence[Outcome], fit: ThresholdFit | None, title: str) -> li
 
 
 def stored_clean(path: Path) -> dict[str, dict[str, Any]]:
-    from reag.labelled.snapshot import read_snapshot
+    from reag.calibration_run.snapshot import read_snapshot
 
     return read_snapshot(path)
 
@@ -491,10 +491,10 @@ async def run_tier(
     do_score: bool,
 ) -> list[str]:
     from bench.scoring import pinned_sets, scores_path
+    from reag.calibration_run.snapshot import snapshot_name
     from reag.judging.identity import JudgeIdentity
     from reag.judging.judge import TierJudge
     from reag.judging.settings import CascadeSettings
-    from reag.labelled.snapshot import snapshot_name
     from reag.llm import Caller, LLMSettings
     from reag.llm.registry import make_client
 

@@ -42,8 +42,8 @@ from bench.decidability import load_decidability
 from bench.heldout import BANKING_ITEMS, canaries, heldout_attacks
 from bench.injection import ATTACKS, CONTROL, LABELS, Attack, Rate, attacked, load_attacks
 from reag.calibration.store import CalibrationItem
+from reag.calibration_run.files import read_labelled
 from reag.judging.injection import InjectionFinding, detect
-from reag.labelled.files import read_labelled
 from reag.v1 import events_pb2 as pb
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -42,11 +42,11 @@ from pathlib import Path
 import httpx
 
 from reag.calibration.store import CalibrationItem, CalibrationStore
+from reag.calibration_run.files import read_labelled
 from reag.judging import prompt as judge_prompt
 from reag.judging.exemplars import AnnotatorSets, LabelledExample
 from reag.judging.pinning import pinned_annotator_sets
 from reag.judging.settings import CascadeSettings
-from reag.labelled.files import read_labelled
 from reag.llm import Caller, LLMClient, LLMSettings, Message
 from reag.llm.llama_engine import LlamaEngine
 from reag.llm.local import LocalProvider

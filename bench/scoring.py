@@ -7,7 +7,7 @@ line per item goes to examples/nutrition/scores/<model>.<prompt tag>.jsonl as
 soon as it is scored, so an interrupted run resumes where it stopped and a
 finished file is never recomputed. The folder is the app's `calibration_scores`:
 `reag demo` and `reag calibrate --labels --stored-scores` import a file only
-after judging a random sample of it again (reag.labelled.snapshot).
+after judging a random sample of it again (reag.calibration_run.snapshot).
 
 The lines are ``ScoreRecord``s (``reag calibrate --scores`` reads them) with
 what bench.verdicts needs besides: each annotator's distribution, the
@@ -17,7 +17,7 @@ statistics keep the example pool apart.
 
 A judge of fewer annotators needs no scoring of its own: annotator j's prompt
 does not depend on N, so its file is cut from the N = 3 one
-(``reag.labelled.snapshot.first_annotators``), for each N in REAG_BENCH_DERIVE
+(``reag.calibration_run.snapshot.first_annotators``), for each N in REAG_BENCH_DERIVE
 (default 1, the embedded cascade's tiers of one annotator). The demo checks
 such a file exactly as any other: a random sample judged again must match it.
 
@@ -55,7 +55,7 @@ MODELS = (
 
 def scores_path(model: str, prompt_version: str) -> Path:
     """One file per (model, prompt version): a new prompt or example set starts a new file."""
-    from reag.labelled.snapshot import snapshot_name
+    from reag.calibration_run.snapshot import snapshot_name
 
     return SCORES / snapshot_name(model, prompt_version)
 
@@ -63,8 +63,8 @@ def scores_path(model: str, prompt_version: str) -> Path:
 def pinned_sets(ns: Sequence[int], k: int) -> tuple[list[CalibrationItem], list[AnnotatorSets]]:
     """The labelled items and, per N, the sets a fresh store pins: the demo's judges get these."""
     from reag.calibration.store import CalibrationStore
+    from reag.calibration_run.files import read_labelled
     from reag.judging.pinning import pinned_annotator_sets
-    from reag.labelled.files import read_labelled
 
     items = read_labelled(LABELS)
     app = items[0].app
@@ -76,8 +76,8 @@ def pinned_sets(ns: Sequence[int], k: int) -> tuple[list[CalibrationItem], list[
 
 
 async def score_model(model: str, tier: int, n: int, k: int, limit: int | None) -> Path:
+    from reag.calibration_run.snapshot import read_snapshot, snapshot_line
     from reag.judging.judge import JudgeConfig, TierJudge
-    from reag.labelled.snapshot import read_snapshot, snapshot_line
     from reag.llm import Caller, LLMSettings
     from reag.llm.registry import make_client
 
@@ -117,8 +117,8 @@ async def score_model(model: str, tier: int, n: int, k: int, limit: int | None) 
 
 def derive_smaller(model: str, source: Path, n: int, stored_n: int, k: int) -> Path | None:
     """The file of ``model`` at ``n`` annotators, cut from its file at ``stored_n``."""
+    from reag.calibration_run.snapshot import first_annotators, read_snapshot
     from reag.judging.judge import JudgeConfig, TierJudge
-    from reag.labelled.snapshot import first_annotators, read_snapshot
     from reag.llm import Caller, LLMSettings
     from reag.llm.registry import make_client
 

@@ -79,12 +79,12 @@ async def _calibrate_on_rest(
     """Calibrate on the labelled set less ``held_out`` items; return those items and labels."""
     from reag.apps import load_app
     from reag.calibration.store import CalibrationItemRow, CalibrationStore
+    from reag.calibration_run.calibrate import calibrate_app
+    from reag.calibration_run.clients import build_judges, make_tier_clients
+    from reag.calibration_run.files import read_labelled
+    from reag.calibration_run.fitting import FitSpec
+    from reag.calibration_run.snapshot import import_snapshot
     from reag.judging.settings import CascadeSettings
-    from reag.labelled.calibrate import calibrate_app
-    from reag.labelled.clients import build_judges, make_tier_clients
-    from reag.labelled.files import read_labelled
-    from reag.labelled.fitting import FitSpec
-    from reag.labelled.snapshot import import_snapshot
     from services.calibrator.publish import publish_thresholds
     from services.kit.settings import KafkaSettings
 

@@ -26,14 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from reag.apps import AppConfig, load_app
+from reag.fit_defaults import DEFAULT_DELTA, LOCAL_ALPHA
 from reag.v1 import events_pb2 as pb
 from shell.stack import supervisor
 
 Echo = Callable[[str], None]
-
-LOCAL_ALPHA = 0.30
-"""The smallest α the local cascade meets on the example's labelled set with room to
-accept something (bench.verdicts, docs/calibration.md); hosted judges meet 0.15."""
 
 
 def local_note(alpha: float) -> str:
@@ -68,7 +65,7 @@ class DemoOptions:
     cases: int = 1
     seed: int = 7
     alpha: float = LOCAL_ALPHA
-    delta: float = 0.10
+    delta: float = DEFAULT_DELTA
     timeout_s: float = 3600.0
     keep: bool = False
 
@@ -160,40 +157,26 @@ def _ingest_corpus(config: AppConfig, dsn: str, echo: Echo) -> None:
     echo(f"  {report.total} documents ({summary}); {len(report.added)} new")
 
 
-async def _calibrate(
-    config: AppConfig, options: DemoOptions, bootstrap: str, echo: Echo
-) -> list[pb.Threshold]:
-    from reag.calibration.store import CalibrationStore
-    from reag.judging.settings import CascadeSettings
-    from reag.labelled.calibrate import ingest_and_calibrate
-    from reag.labelled.clients import make_tier_clients
-    from reag.labelled.fitting import FitSpec
-    from services.calibrator.publish import publish_thresholds
-    from services.kit.settings import KafkaSettings
+async def _calibrate(config: AppConfig, options: DemoOptions, echo: Echo) -> list[pb.Threshold]:
+    from reag.calibration_run.fitting import FitSpec
+    from shell.kafka_io.labels import calibrate_from_labels
     from shell.progress import tier_bars
 
     if not config.calibration:
         raise supervisor.StackError(f"app {config.name!r} has no calibration set in its manifest")
-    settings = CascadeSettings()
-    store = CalibrationStore.open(settings.resolved_store_dsn())
-    clients = make_tier_clients(settings, "demo")
-    try:
-        with tier_bars(label="scoring the labelled set,") as progress:
-            calibration = await ingest_and_calibrate(
-                config.resolve(config.calibration),
-                store,
-                clients,
-                settings,
-                FitSpec(alpha=options.alpha, delta=options.delta),
-                app=config.name,
-                progress=progress,
-                stored_scores=(
-                    config.resolve(config.calibration_scores) if config.calibration_scores else None
-                ),
-            )
-    finally:
-        for client in clients:
-            await client.aclose()
+    with tier_bars(label="scoring the labelled set,") as progress:
+        run = await calibrate_from_labels(
+            config.resolve(config.calibration),
+            FitSpec(alpha=options.alpha, delta=options.delta),
+            app=config.name,
+            publish=True,
+            progress=progress,
+            stored_scores=(
+                config.resolve(config.calibration_scores) if config.calibration_scores else None
+            ),
+            caller="demo",
+        )
+    calibration = run.result
     for report in calibration.snapshots:
         echo(f"  {report.line()}")
     echo(f"  {calibration.stats.line()}")
@@ -207,7 +190,6 @@ async def _calibrate(
             )
         else:
             echo(f"  tier {threshold.tier}: no threshold — {threshold.reason}")
-    await publish_thresholds(KafkaSettings(bootstrap_servers=bootstrap), calibration.thresholds)
     return calibration.thresholds
 
 
@@ -515,7 +497,7 @@ async def run_demo(options: DemoOptions, echo: Echo = print) -> int:
             f"\n3. calibrating the judge tiers on {config.calibration} "
             f"(α={options.alpha}, δ={options.delta}; stored scores are reused)"
         )
-        await _calibrate(config, options, state.bootstrap, echo)
+        await _calibrate(config, options, echo)
         echo(f"\n4. {options.cases} simulated users probe the sample app; following their cases")
         watches = await _run_cases(config, options, state, dsn, echo)
         echo("\n5. cases")

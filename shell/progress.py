@@ -2,7 +2,7 @@
 
 Scoring a labelled set takes minutes to an hour on a laptop; a line per item
 floods the terminal and a line every so often says nothing about when it
-ends. ``tier_bars`` gives ``reag.labelled.scoring`` the callback it reports
+ends. ``tier_bars`` gives ``reag.calibration_run.scoring`` the callback it reports
 to and draws a rich progress bar per tier, on stderr so JSON on stdout stays
 clean.
 """
@@ -23,7 +23,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from reag.labelled.scoring import Progress as ScoringProgress
+from reag.calibration_run.scoring import Progress as ScoringProgress
 
 
 @contextmanager

@@ -39,14 +39,14 @@ from reag.retrieval.retriever import Retriever, RetrieverConfig
 from reag.traffic.policy import FixedPolicies, PolicyDirectory
 from reag.traffic.shadow import ShadowGate, no_spend
 from reag.v1 import events_pb2 as pb
-from services.calibrator.handlers import CalibratorDeps
 from services.calibrator.handlers import build_router as calibrator_router
+from services.calibrator.main import build_recalibrator
 from services.calibrator.settings import CalibratorSettings
 from services.elicitor.handlers import build_router as elicitor_router
 from services.elicitor.otlp import build_otlp_router
 from services.elicitor.settings import ElicitorSettings
-from services.judge.handlers import JudgeDeps
 from services.judge.handlers import build_router as judge_router
+from services.judge.main import build_tier
 from services.judge.settings import JudgeSettings
 from services.kit.codec import REQUIRED_FIELDS, TYPE_HEADER
 from services.kit.settings import DeliverySettings, KafkaSettings
@@ -391,7 +391,7 @@ def build_consumers(suffix: str, state: Path) -> list[Consumer]:
     for tier in JUDGE_TIER:
         settings = JudgeSettings(tier=tier, annotators=1, tier_annotators="", **common)
         client = LLMClient(FakeProvider(model=f"fake:tier{tier}", label_script=_label_script))
-        router = judge_router(settings, JudgeDeps.build(settings, client, None))
+        router = judge_router(settings, build_tier(settings, client, None))
         # No threshold is held, so every tier escalates (the last one abstains).
         onward = JUDGE_TIER[tier + 1] if tier < len(JUDGE_TIER) else ABSTAINS
         add(f"judge-tier{tier}", JUDGE_TIER[tier], "JudgeRequest", router, onward)
@@ -411,8 +411,8 @@ def build_consumers(suffix: str, state: Path) -> list[Consumer]:
         REVIEWS,
         "Review",
         calibrator_router(
-            CalibratorSettings(recalibrate_every=10**9, **common),
-            CalibratorDeps(calibration, ()),
+            calibrator := CalibratorSettings(recalibrate_every=10**9, **common),
+            build_recalibrator(calibrator, calibration, ()),
         ),
         None,
     )

@@ -42,7 +42,7 @@ from reag.llm.settings import LLMSettings
 from reag.storage import make_engine
 from reag.traffic.live import TRAFFIC_HEADERS, LiveExchange, to_traffic
 from reag.v1 import events_pb2 as pb
-from services.judge.handlers import JudgeDeps
+from services.judge.main import build_tier
 from services.judge.settings import JudgeSettings
 from services.kit.admin import ensure_topics
 from services.kit.settings import KafkaSettings
@@ -228,12 +228,12 @@ class ChaosStack:
             settings = JudgeSettings(tier=1)
             llm = LLMSettings(local_url=None)
         client = make_client(MODEL, settings=llm)
-        deps = JudgeDeps.build(settings, client, CalibrationStore.open(self.dsn))
+        deps = build_tier(settings, client, CalibrationStore.open(self.dsn))
         threshold = pb.Threshold(
             app=APP, tier=1, has_threshold=True, threshold=0.5, alpha=0.1, delta=0.1, mode="cascade"
         )
         threshold.computed_at.GetCurrentTime()
-        JudgeIdentity.of_judge(await deps.judge_for(APP, settings)).stamp(threshold)
+        JudgeIdentity.of_judge(await deps.judge_for(APP)).stamp(threshold)
         await produce_events(self.bootstrap, THRESHOLDS, [threshold], f"{APP}/1")
 
     async def send(self, case_ids: list[str], rate: float | None = None) -> None:

@@ -11,8 +11,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from reag.calibration.fixed_sequence import DEFAULT_MIN_ACCEPTED, Grid
-from reag.calibration.scaling import DEFAULT_TAU
+from reag.calibration.fixed_sequence import Grid
+from reag.calibration_run.fitting import FitSpec
+from reag.fit_defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_DELTA,
+    DEFAULT_GRID,
+    DEFAULT_MIN_ACCEPTED,
+    DEFAULT_TAU,
+)
 from reag.judging.settings import CascadeSettings
 from services.kit.settings import ServiceSettings
 
@@ -24,13 +31,13 @@ class CalibratorSettings(ServiceSettings, CascadeSettings):
         description="Recalibrate an app after this many new review labels (M).",
     )
     alpha: float = Field(
-        default=0.1,
+        default=DEFAULT_ALPHA,
         gt=0,
         lt=1,
         description="Tolerated disagreement rate among accepted verdicts, per tier.",
     )
     delta: float = Field(
-        default=0.1,
+        default=DEFAULT_DELTA,
         gt=0,
         lt=1,
         description="Allowed probability that the risk bound fails.",
@@ -48,7 +55,7 @@ class CalibratorSettings(ServiceSettings, CascadeSettings):
         description="Temperature-scale a tier accepting fewer calibration items than this.",
     )
     grid: str = Field(
-        default="0.999:0.5:0.001",
+        default=DEFAULT_GRID,
         description="Candidate thresholds START:STOP:STEP.",
     )
     min_accepted: int = Field(
@@ -61,5 +68,13 @@ class CalibratorSettings(ServiceSettings, CascadeSettings):
         ),
     )
 
-    def candidate_grid(self) -> Grid:
-        return Grid.parse(self.grid)
+    def fit_spec(self) -> FitSpec:
+        """The fit these settings ask for: the one carrier of a fit's parameters."""
+        return FitSpec(
+            alpha=self.alpha,
+            delta=self.delta,
+            mode=self.mode,
+            tau=self.tau,
+            grid=Grid.parse(self.grid),
+            min_accepted=self.min_accepted,
+        )

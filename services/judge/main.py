@@ -3,29 +3,37 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Sequence
+from functools import partial
 
 from faststream.asgi import AsgiFastStream
 
 from reag.calibration.store import CalibrationStore
 from reag.judging.settings import N_TIERS
+from reag.judging.tier import JudgeTier
 from reag.llm.client import Caller, LLMClient
+from reag.trust.audit import is_audit
 from reag.v1 import events_pb2 as pb
-from services.judge.handlers import JudgeDeps, announce, apply_threshold, build_router
+from services.judge.handlers import build_router
 from services.judge.settings import JudgeSettings
 from services.judge.thresholds import read_thresholds
 from services.kit.app import make_app
 from services.kit.topology import THRESHOLDS
 
 
-async def load_thresholds(settings: JudgeSettings, deps: JudgeDeps) -> list[pb.Threshold]:
-    """Read the thresholds topic whole, apply what is this tier's, and say what is missing."""
-    thresholds = await read_thresholds(settings.kafka, THRESHOLDS + settings.topic_suffix)
-    for threshold in thresholds:
-        apply_threshold(settings, deps, threshold)
-    known = await asyncio.to_thread(deps.store.apps) if deps.store is not None else []
-    announce(settings, deps, known)
+def build_tier(
+    settings: JudgeSettings, client: LLMClient, store: CalibrationStore | None
+) -> JudgeTier:
+    """The core object this deployment runs: its tier, model, store and audit rate."""
+    audit = partial(is_audit, rate=settings.audit_rate)
+    return JudgeTier(settings, settings.tier, client, store, audit=audit)
+
+
+async def load_thresholds(settings: JudgeSettings, tier: JudgeTier) -> list[pb.Threshold]:
+    """Read the thresholds topic whole before the first request, and let the tier follow it."""
+    topic = THRESHOLDS + settings.topic_suffix
+    thresholds = await read_thresholds(settings.kafka, topic)
+    await tier.load(thresholds, source=topic)
     return thresholds
 
 
@@ -57,15 +65,15 @@ def create_app(
 
         client = make_client(settings.model(), caller=Caller("judge", str(settings.tier)))
     calibration = store or CalibrationStore.open(settings.resolved_store_dsn())
-    deps = JudgeDeps.build(settings, client, calibration)
+    tier = build_tier(settings, client, calibration)
 
     async def start() -> None:
-        await load_thresholds(settings, deps)
+        await load_thresholds(settings, tier)
 
     return make_app(
         settings.service,
         settings,
-        [build_router(settings, deps)],
+        [build_router(settings, tier)],
         on_startup=[start],
         on_shutdown=[client.aclose],
     )

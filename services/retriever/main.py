@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from operator import attrgetter
-
-from cachetools import TTLCache, cachedmethod
 from faststream.asgi import AsgiFastStream
 
-from reag.corpus.model import Document
+from reag.corpus.cache import CachedCorpus
 from reag.corpus.store import CorpusStore
 from reag.llm import Caller
 from reag.retrieval.reasoning import SelfReasoner
@@ -19,29 +13,6 @@ from reag.retrieval.score_cache import ScoreCache
 from services.kit.app import make_app
 from services.retriever.handlers import RetrieverDeps, build_router
 from services.retriever.settings import RetrieverSettings
-
-_MAX_APPS = 1024  # apps whose documents are cached at once: a memory bound, not a limit
-
-
-@dataclass
-class CachedCorpus:
-    """An app's documents, read from the store at most once per ``ttl_s``.
-
-    The retriever needs them on every event; a re-ingested corpus must still
-    show up within ``ttl_s``, hence a ``cachetools.TTLCache`` and not a dict.
-    """
-
-    store: CorpusStore
-    ttl_s: float
-    clock: Callable[[], float] = time.monotonic
-    _cache: TTLCache[str, list[Document]] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._cache = TTLCache(_MAX_APPS, self.ttl_s, timer=self.clock)
-
-    @cachedmethod(attrgetter("_cache"))
-    def __call__(self, app: str) -> list[Document]:
-        return self.store.list(app) if app else []
 
 
 def build_deps(settings: RetrieverSettings) -> RetrieverDeps:

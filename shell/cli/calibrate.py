@@ -18,13 +18,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from reag.fit_defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_DELTA,
+    DEFAULT_GRID,
+    DEFAULT_MIN_ACCEPTED,
+    DEFAULT_TAU,
+)
+
 if TYPE_CHECKING:
     from reag.calibration import CascadeCalibration, Mode, ScoreRecord
-
-DEFAULT_GRID = "0.999:0.5:0.001"
-DEFAULT_MIN_ACCEPTED = (
-    30  # reag.calibration.DEFAULT_MIN_ACCEPTED; not imported so --help stays fast
-)
+    from reag.calibration_run.fitting import FitSpec
 MIN_ACCEPTED_HELP = (
     "Pass over (do not test) candidate thresholds that accept fewer calibration items; "
     "1 passes over only those accepting none."
@@ -89,10 +93,10 @@ def calibrate(
     ] = None,
     alpha: Annotated[
         float, typer.Option("--alpha", help="Tolerated disagreement rate among accepted verdicts.")
-    ] = 0.1,
+    ] = DEFAULT_ALPHA,
     delta: Annotated[
         float, typer.Option("--delta", help="Allowed probability that the bound fails.")
-    ] = 0.1,
+    ] = DEFAULT_DELTA,
     independent: Annotated[
         bool, typer.Option("--independent", help="Calibrate every tier on every item.")
     ] = False,
@@ -102,7 +106,7 @@ def calibrate(
     ] = False,
     tau: Annotated[
         int, typer.Option("--tau", help="Temperature-scale a tier accepting fewer items (0: off).")
-    ] = 5,
+    ] = DEFAULT_TAU,
     grid: Annotated[
         str, typer.Option("--grid", help="Candidate thresholds START:STOP:STEP.")
     ] = DEFAULT_GRID,
@@ -134,20 +138,27 @@ def calibrate(
     ] = None,
 ) -> None:
     """Fit each tier's confidence threshold λ̂ by fixed-sequence testing (paper 3.4.2)."""
-    from reag.calibration import CalibrationError, Grid, calibrate_cascade, read_scores
+    from reag.calibration import CalibrationError, Grid, read_scores
+    from reag.calibration_run.fitting import FitSpec
 
     if independent and system:
         raise _fail("--independent and --system are different modes; pick one")
     mode: Mode = "independent" if independent else "system" if system else "cascade"
-    if labels is not None and scores is None:
-        _calibrate_labels(
-            labels,
+    try:
+        spec = FitSpec(
             alpha=alpha,
             delta=delta,
             mode=mode,
             tau=tau,
-            grid=grid,
+            grid=Grid.parse(grid),
             min_accepted=min_accepted,
+        )
+    except CalibrationError as exc:
+        raise _fail(str(exc)) from exc
+    if labels is not None and scores is None:
+        _calibrate_labels(
+            labels,
+            spec,
             app=app_name,
             tier_models=tier_models,
             publish=publish,
@@ -159,15 +170,7 @@ def calibrate(
         raise _fail("--app, --tier-models, --publish and --stored-scores go with --labels")
     try:
         records = _load(scores, labels, read_scores)
-        calibration = calibrate_cascade(
-            records,
-            alpha=alpha,
-            delta=delta,
-            mode=mode,
-            tau=tau,
-            grid=Grid.parse(grid),
-            min_accepted=min_accepted,
-        )
+        calibration = spec.fit(records)
     except CalibrationError as exc:
         raise _fail(str(exc)) from exc
     if as_json:
@@ -178,38 +181,32 @@ def calibrate(
 
 def _calibrate_labels(
     labels: Path,
+    spec: FitSpec,
     *,
-    alpha: float,
-    delta: float,
-    mode: Mode,
-    tau: int,
-    grid: str,
-    min_accepted: int,
     app: str | None,
     tier_models: str | None,
     publish: bool,
     as_json: bool,
     stored_scores: Path | None,
 ) -> None:
-    from reag.calibration import CalibrationError, Grid
+    import asyncio
+
+    from reag.calibration import CalibrationError
     from shell.kafka_io.labels import calibrate_from_labels
     from shell.progress import tier_bars
 
     try:
         with tier_bars(enabled=not as_json) as progress:
-            run = calibrate_from_labels(
-                labels,
-                alpha=alpha,
-                delta=delta,
-                mode=mode,
-                tau=tau,
-                grid=Grid.parse(grid),
-                min_accepted=min_accepted,
-                app=app,
-                tier_models=tier_models,
-                publish=publish,
-                progress=progress,
-                stored_scores=stored_scores,
+            run = asyncio.run(
+                calibrate_from_labels(
+                    labels,
+                    spec,
+                    app=app,
+                    tier_models=tier_models,
+                    publish=publish,
+                    progress=progress,
+                    stored_scores=stored_scores,
+                )
             )
     except CalibrationError as exc:
         raise _fail(str(exc)) from exc
@@ -263,9 +260,9 @@ def sweep(
         str,
         typer.Option("--tier-costs", help="Relative cost per call of each tier (if no cost_usd)."),
     ] = "1,3,4.6",
-    delta: Annotated[float, typer.Option("--delta")] = 0.1,
+    delta: Annotated[float, typer.Option("--delta")] = DEFAULT_DELTA,
     mode: Annotated[ModeChoice, typer.Option("--mode")] = ModeChoice.cascade,
-    tau: Annotated[int, typer.Option("--tau")] = 5,
+    tau: Annotated[int, typer.Option("--tau")] = DEFAULT_TAU,
     grid: Annotated[str, typer.Option("--grid")] = DEFAULT_GRID,
     min_accepted: Annotated[
         int, typer.Option("--min-accepted", min=1, help=MIN_ACCEPTED_HELP)

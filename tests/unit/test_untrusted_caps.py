@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from reag.calibration.store import CalibrationStore
+from reag.calibration_run.clients import build_judges
+from reag.calibration_run.files import read_labelled
 from reag.judging.settings import CascadeSettings
-from reag.labelled.clients import build_judges
-from reag.labelled.files import read_labelled
 from reag.llm.client import LLMClient
 from reag.llm.scripted import FakeProvider
 from reag.oracle.prompt import build_messages

@@ -11,7 +11,6 @@ from reag.calibration.cascade import (
     ABSTAIN,
     CascadeCalibration,
     Mode,
-    calibrate_cascade,
     calibrate_table,
     route,
     route_table,
@@ -24,14 +23,14 @@ from reag.calibration.errors import (
 )
 from reag.calibration.fixed_sequence import (
     DEFAULT_GRID,
-    DEFAULT_MIN_ACCEPTED,
     Grid,
     ThresholdFit,
     fit_threshold,
 )
-from reag.calibration.scaling import DEFAULT_TAU, DEFAULT_TEMPERATURES, fit_tier
+from reag.calibration.scaling import DEFAULT_TEMPERATURES, fit_tier
 from reag.calibration.scores import ScoreRecord, ScoreTable, pivot, read_scores, write_scores
 from reag.calibration.temperature import apply_temperature
+from reag.fit_defaults import DEFAULT_MIN_ACCEPTED, DEFAULT_TAU
 
 __all__ = [
     "ABSTAIN",
@@ -50,7 +49,6 @@ __all__ = [
     "ScoreTable",
     "ThresholdFit",
     "apply_temperature",
-    "calibrate_cascade",
     "calibrate_table",
     "clopper_pearson_interval",
     "clopper_pearson_upper",

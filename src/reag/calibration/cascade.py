@@ -24,9 +24,10 @@ from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from reag.calibration.errors import CalibrationError, MissingScoreError
-from reag.calibration.fixed_sequence import DEFAULT_GRID, DEFAULT_MIN_ACCEPTED, Grid, ThresholdFit
-from reag.calibration.scaling import DEFAULT_TAU, DEFAULT_TEMPERATURES, fit_tier
-from reag.calibration.scores import ScoreRecord, ScoreTable, pivot
+from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid, ThresholdFit
+from reag.calibration.scaling import DEFAULT_TEMPERATURES, fit_tier
+from reag.calibration.scores import ScoreTable
+from reag.fit_defaults import DEFAULT_MIN_ACCEPTED, DEFAULT_TAU
 
 Mode = Literal["cascade", "independent", "system"]
 MODES: tuple[Mode, ...] = ("cascade", "independent", "system")
@@ -143,30 +144,6 @@ def calibrate_table(
         tiers=tuple(fits),
         calibration_hash=table.calibration_hash(),
         n_items=table.n_items,
-    )
-
-
-def calibrate_cascade(
-    records: Sequence[ScoreRecord],
-    *,
-    alpha: float,
-    delta: float,
-    mode: Mode = "cascade",
-    tau: int = DEFAULT_TAU,
-    grid: Grid = DEFAULT_GRID,
-    temperatures: Sequence[float] = DEFAULT_TEMPERATURES,
-    min_accepted: int = DEFAULT_MIN_ACCEPTED,
-) -> CascadeCalibration:
-    """Calibrate from score records; the number of tiers is the highest tier seen."""
-    return calibrate_table(
-        pivot(records),
-        alpha=alpha,
-        delta=delta,
-        mode=mode,
-        tau=tau,
-        grid=grid,
-        temperatures=temperatures,
-        min_accepted=min_accepted,
     )
 
 

@@ -18,14 +18,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from reag import fit_defaults
 from reag.calibration.bounds import clopper_pearson_upper
 from reag.calibration.errors import CalibrationError, InvalidRangeError
 from reag.calibration.temperature import apply_temperature
+from reag.fit_defaults import DEFAULT_MIN_ACCEPTED
 
 _MAX_DECIMALS = 12
-
-DEFAULT_MIN_ACCEPTED = 30
-"""Candidates accepting fewer calibration items are not tested (Trust or Escalate's rule)."""
 
 
 def _decimals(*values: float) -> int:
@@ -42,9 +41,9 @@ class Grid(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    start: float = Field(default=0.999, gt=0.0, le=1.0)
-    stop: float = Field(default=0.500, ge=0.0, le=1.0)
-    step: float = Field(default=0.001, gt=0.0)
+    start: float = Field(gt=0.0, le=1.0)
+    stop: float = Field(ge=0.0, le=1.0)
+    step: float = Field(gt=0.0)
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:
@@ -78,7 +77,7 @@ class Grid(BaseModel):
         return units.astype(np.float64) / float(scale)
 
 
-DEFAULT_GRID = Grid()
+DEFAULT_GRID = Grid.parse(fit_defaults.DEFAULT_GRID)
 
 
 class ThresholdFit(BaseModel):

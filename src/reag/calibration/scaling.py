@@ -20,14 +20,13 @@ from numpy.typing import ArrayLike
 from reag.calibration.errors import CalibrationError
 from reag.calibration.fixed_sequence import (
     DEFAULT_GRID,
-    DEFAULT_MIN_ACCEPTED,
     Grid,
     ThresholdFit,
     fit_threshold,
 )
 from reag.calibration.temperature import apply_temperature
+from reag.fit_defaults import DEFAULT_MIN_ACCEPTED, DEFAULT_TAU
 
-DEFAULT_TAU = 5
 DEFAULT_TEMPERATURES: tuple[float, ...] = (1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
 
 

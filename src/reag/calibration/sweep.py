@@ -20,9 +20,10 @@ from reag.calibration.bounds import clopper_pearson_interval
 from reag.calibration.cascade import ABSTAIN, Mode, calibrate_table, route_table
 from reag.calibration.cost import CostUnit, deciding_tier_cost, honest_cost, table_costs
 from reag.calibration.errors import CalibrationError, InvalidRangeError
-from reag.calibration.fixed_sequence import DEFAULT_GRID, DEFAULT_MIN_ACCEPTED, Grid
-from reag.calibration.scaling import DEFAULT_TAU, DEFAULT_TEMPERATURES, fit_tier
+from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid
+from reag.calibration.scaling import DEFAULT_TEMPERATURES, fit_tier
 from reag.calibration.scores import ScoreRecord, ScoreTable, pivot
+from reag.fit_defaults import DEFAULT_MIN_ACCEPTED, DEFAULT_TAU
 
 CI_LEVEL = 0.95
 

@@ -1,7 +1,7 @@
 """The judge cascade's core (paper 3.4.1): simulated annotators, confidence, decisions.
 
 No Kafka here: ``services/judge`` wires a ``TierJudge`` and ``next_step`` to
-the tier topics; ``reag.labelled`` uses the same judges to score
+the tier topics; ``reag.calibration_run`` uses the same judges to score
 calibration items, so live and calibration prompts are one code path.
 """
 

@@ -21,12 +21,13 @@ from reag.calibration.store import CalibrationStore
 from reag.judging.decision import threshold_key
 from reag.judging.identity import JudgeIdentity
 from reag.judging.prompt import RESPONSE_TAG
+from reag.judging.tier import JudgeTier
 from reag.llm.base import Message as LLMMessage
 from reag.llm.client import LLMClient
 from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
-from services.judge.handlers import JudgeDeps, build_router
-from services.judge.main import load_thresholds
+from services.judge.handlers import build_router
+from services.judge.main import build_tier, load_thresholds
 from services.judge.settings import JudgeSettings
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
@@ -110,14 +111,13 @@ class Cascade:
 
     kafka: KafkaSettings
     suffix: str
-    deps: dict[int, JudgeDeps]
+    deps: dict[int, JudgeTier]
     providers: dict[int, FakeProvider]
     store: CalibrationStore
 
     async def stamped(self, threshold: pb.Threshold) -> pb.Threshold:
         """``threshold`` as the calibrator publishes it: fitted on the tier's running judge."""
-        settings = JudgeSettings(tier=threshold.tier, kafka=self.kafka, topic_suffix=self.suffix)
-        judge = await self.deps[threshold.tier].judge_for(threshold.app, settings)
+        judge = await self.deps[threshold.tier].judge_for(threshold.app)
         JudgeIdentity.of_judge(judge).stamp(threshold)
         return threshold
 
@@ -148,17 +148,17 @@ async def cascade_factory(
     brokers = []
 
     async def start(thresholds: Sequence[pb.Threshold]) -> Cascade:
-        deps: dict[int, JudgeDeps] = {}
+        deps: dict[int, JudgeTier] = {}
         providers: dict[int, FakeProvider] = {}
         every = {}
         for tier in (1, 2, 3):
             every[tier] = JudgeSettings(tier=tier, kafka=kafka, topic_suffix=topic_suffix)
             providers[tier] = tier_provider(tier)
-            deps[tier] = JudgeDeps.build(every[tier], LLMClient(providers[tier]), calibration_store)
+            deps[tier] = build_tier(every[tier], LLMClient(providers[tier]), calibration_store)
         # Thresholds as the calibrator would publish them: fitted on these very judges.
         for t in thresholds:
             if not t.prompt_version:
-                judge = await deps[t.tier].judge_for(t.app, every[t.tier])
+                judge = await deps[t.tier].judge_for(t.app)
                 JudgeIdentity.of_judge(judge).stamp(t)
         if thresholds:
             await produce(

@@ -7,18 +7,17 @@ FAIRLY-SURE, 0.6 for UNSURE responses.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
 from reag.calibration.store import CalibrationStore
+from reag.calibration_run.fitting import FitSpec
 from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
-from services.calibrator.handlers import CalibratorDeps
 from services.calibrator.handlers import build_router as build_calibrator
-from services.calibrator.main import republish_latest
+from services.calibrator.main import build_recalibrator, republish_latest
 from services.calibrator.settings import CalibratorSettings
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
@@ -148,7 +147,9 @@ async def test_review_labels_reach_the_calibrator_and_new_thresholds_reach_the_j
     )
     clients = [LLMClient(tier_provider(t)) for t in (1, 2, 3)]
     broker = make_broker(cascade.kafka, f"calibrator{cascade.suffix}")
-    broker.include_router(build_calibrator(settings, CalibratorDeps(cascade.store, clients)))
+    broker.include_router(
+        build_calibrator(settings, build_recalibrator(settings, cascade.store, clients))
+    )
     async with broker:
         await broker.start()
         assert cascade.deps[1].book.get("nutrition") is None
@@ -195,7 +196,9 @@ async def test_the_calibrator_republishes_stored_thresholds_at_start(
     cascade.store.record_thresholds([new], prompt_version="v", trigger="reviews")
     settings = CalibratorSettings(kafka=cascade.kafka, topic_suffix=cascade.suffix)
     clients = [LLMClient(tier_provider(t)) for t in (1, 2, 3)]
-    assert await republish_latest(settings, cascade.store, clients) == 2
+    assert (
+        await republish_latest(settings, build_recalibrator(settings, cascade.store, clients)) == 2
+    )
     published = await read_until(
         cascade.bootstrap, THRESHOLDS + cascade.suffix, pb.Threshold, lambda ts: len(ts) >= 2
     )
@@ -235,14 +238,8 @@ async def test_calibrate_from_labels_publishes_for_the_judges(
         + "\n"
     )
     clients = [LLMClient(tier_provider(t)) for t in (1, 2, 3)]
-    run = await asyncio.to_thread(
-        calibrate_from_labels,
-        path,
-        alpha=0.2,
-        delta=0.1,
-        publish=True,
-        store=calibration_store,
-        clients=clients,
+    run = await calibrate_from_labels(
+        path, FitSpec(alpha=0.2, delta=0.1), publish=True, store=calibration_store, clients=clients
     )
     assert run.published == 3
     published = await read_until(

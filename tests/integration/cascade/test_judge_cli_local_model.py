@@ -18,7 +18,7 @@ import typer
 from typer.testing import CliRunner
 
 from reag.calibration.store import CalibrationStore
-from reag.labelled.files import read_labelled
+from reag.calibration_run.files import read_labelled
 from shell.cli.judge import register
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]

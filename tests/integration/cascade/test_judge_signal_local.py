@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from reag.calibration_run.files import read_labelled
 from reag.judging.exemplars import AnnotatorSets
 from reag.judging.judge import JudgeConfig, TierJudge
-from reag.labelled.files import read_labelled
 from reag.llm import Caller, LLMSettings
 from reag.llm.registry import make_client
 

@@ -38,6 +38,7 @@ from reag.corpus.loader import load_sources
 from reag.corpus.manifest import load_manifest
 from reag.elicitation.directory import PersonaDirectory
 from reag.judging.identity import JudgeIdentity
+from reag.judging.tier import JudgeTier
 from reag.ledger.store import LedgerStore
 from reag.llm.accounting import Caller
 from reag.llm.base import InvalidRequestError, Message, RateLimitedError
@@ -49,14 +50,13 @@ from reag.retrieval.retriever import Retriever, RetrieverConfig
 from reag.traffic.policy import FixedPolicies, PolicyDirectory, ShadowPolicy, TrafficPolicy
 from reag.traffic.shadow import ShadowGate, no_spend
 from reag.v1 import events_pb2 as pb
-from services.calibrator.handlers import CalibratorDeps
 from services.calibrator.handlers import build_router as calibrator_router
+from services.calibrator.main import build_recalibrator
 from services.calibrator.settings import CalibratorSettings
 from services.elicitor.handlers import build_router as elicitor_router
 from services.elicitor.settings import ElicitorSettings
-from services.judge.handlers import JudgeDeps
 from services.judge.handlers import build_router as judge_router
-from services.judge.main import load_thresholds
+from services.judge.main import build_tier, load_thresholds
 from services.judge.settings import JudgeSettings
 from services.kit.broker import make_broker
 from services.kit.settings import KafkaSettings
@@ -113,9 +113,7 @@ def tier_client(tier: int, service: str) -> LLMClient:
     return LLMClient(provider, Caller(service, str(tier)))
 
 
-async def initial_thresholds(
-    settings: dict[int, JudgeSettings], deps: dict[int, JudgeDeps]
-) -> list[pb.Threshold]:
+async def initial_thresholds(deps: dict[int, JudgeTier]) -> list[pb.Threshold]:
     """The thresholds as the calibrator would have published them: fitted on these judges."""
     found = []
     for tier, value in INITIAL_THRESHOLDS.items():
@@ -133,7 +131,7 @@ async def initial_thresholds(
         else:
             threshold.threshold = value
         threshold.computed_at.seconds = 1_000
-        judge = await deps[tier].judge_for(APP, settings[tier])
+        judge = await deps[tier].judge_for(APP)
         JudgeIdentity.of_judge(judge).stamp(threshold)
         found.append(threshold)
     return found
@@ -154,13 +152,11 @@ async def run(bootstrap: str, suffix: str, metrics_port: int, state_dir: Path) -
     ledger = LedgerStore.open(f"sqlite:///{state_dir / 'ledger.db'}")
 
     judges = {t: JudgeSettings(tier=t, **shared) for t in (1, 2, 3)}
-    judge_deps = {
-        t: JudgeDeps.build(judges[t], tier_client(t, "judge"), calibration) for t in judges
-    }
+    judge_deps = {t: build_tier(judges[t], tier_client(t, "judge"), calibration) for t in judges}
     await produce_events(
         bootstrap,
         THRESHOLDS + suffix,
-        await initial_thresholds(judges, judge_deps),
+        await initial_thresholds(judge_deps),
         lambda t: f"{APP}/{t.tier}",
     )
     for tier, settings in judges.items():
@@ -195,14 +191,16 @@ async def run(bootstrap: str, suffix: str, metrics_port: int, state_dir: Path) -
         **{f"judge-tier{t}": judge_router(judges[t], judge_deps[t]) for t in judges},
         "ledger": ledger_router(LedgerSettings.model_validate(shared), ledger),
         "calibrator": calibrator_router(
-            CalibratorSettings(
+            calibrator := CalibratorSettings(
                 **shared,
                 recalibrate_every=RECALIBRATE_EVERY,
                 alpha=0.25,
                 delta=0.1,
                 min_accepted=RECALIBRATE_EVERY // 4,
             ),
-            CalibratorDeps(calibration, [tier_client(t, "calibrator") for t in (1, 2, 3)]),
+            build_recalibrator(
+                calibrator, calibration, [tier_client(t, "calibrator") for t in (1, 2, 3)]
+            ),
         ),
     }
     brokers: list[KafkaBroker] = []

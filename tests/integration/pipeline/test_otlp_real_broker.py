@@ -26,6 +26,7 @@ from reag.corpus.model import Document
 from reag.elicitation.directory import PersonaDirectory
 from reag.ids import case_id_for
 from reag.judging.identity import JudgeIdentity
+from reag.judging.tier import JudgeTier
 from reag.ledger.store import LedgerStore
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
@@ -40,9 +41,8 @@ from reag.v1 import events_pb2 as pb
 from services.elicitor.handlers import build_router as elicitor_router
 from services.elicitor.otlp import build_otlp_router
 from services.elicitor.settings import ElicitorSettings
-from services.judge.handlers import JudgeDeps
 from services.judge.handlers import build_router as judge_router
-from services.judge.main import load_thresholds
+from services.judge.main import build_tier, load_thresholds
 from services.judge.settings import JudgeSettings
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
@@ -152,13 +152,13 @@ class Stack:
         return self.kafka.bootstrap_servers
 
 
-async def fitted_threshold(settings: JudgeSettings, deps: JudgeDeps) -> pb.Threshold:
+async def fitted_threshold(settings: JudgeSettings, deps: JudgeTier) -> pb.Threshold:
     """A tier-1 threshold as the calibrator publishes it: fitted on this very judge."""
     threshold = pb.Threshold(
         app=APP, tier=1, has_threshold=True, threshold=0.5, alpha=0.1, delta=0.1, mode="cascade"
     )
     threshold.computed_at.seconds = 1_000
-    JudgeIdentity.of_judge(await deps.judge_for(APP, settings)).stamp(threshold)
+    JudgeIdentity.of_judge(await deps.judge_for(APP)).stamp(threshold)
     return threshold
 
 
@@ -186,7 +186,7 @@ async def stack(
     )
     writer = OracleWriter(LLMClient(FakeProvider(chat_script=oracle_script)))
     judge = JudgeSettings(tier=1, tier_models="fake:tier1", **shared)
-    judge_deps = JudgeDeps.build(
+    judge_deps = build_tier(
         judge, LLMClient(FakeProvider(model="fake:tier1", label_script=sure_yes)), None
     )
     threshold = await fitted_threshold(judge, judge_deps)

@@ -60,9 +60,8 @@ from reag.v1 import events_pb2 as pb
 from services.elicitor.handlers import build_router as elicitor_router
 from services.elicitor.otlp import build_otlp_router
 from services.elicitor.settings import ElicitorSettings
-from services.judge.handlers import JudgeDeps
 from services.judge.handlers import build_router as judge_router
-from services.judge.main import load_thresholds
+from services.judge.main import build_tier, load_thresholds
 from services.judge.settings import JudgeSettings
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
@@ -280,14 +279,14 @@ async def stack(
     )
     writer = OracleWriter(LLMClient(FakeProvider(chat_script=oracle_script)))
     judge = JudgeSettings(tier=1, tier_models="fake:tier1", **shared)
-    deps = JudgeDeps.build(
+    deps = build_tier(
         judge, LLMClient(FakeProvider(model="fake:tier1", label_script=judge_script)), None
     )
     threshold = pb.Threshold(
         app=APP, tier=1, has_threshold=True, threshold=0.9, alpha=0.1, delta=0.1, mode="cascade"
     )
     threshold.computed_at.seconds = 1_000
-    JudgeIdentity.of_judge(await deps.judge_for(APP, judge)).stamp(threshold)
+    JudgeIdentity.of_judge(await deps.judge_for(APP)).stamp(threshold)
     await produce_events(kafka_bootstrap, THRESHOLDS + suffix, [threshold], f"{APP}/1")
     await load_thresholds(judge, deps)
     db = tmp_path / "ledger.db"

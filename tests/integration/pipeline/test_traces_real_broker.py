@@ -30,6 +30,7 @@ from reag.elicitation.directory import PersonaDirectory
 from reag.ids import case_id_for
 from reag.judging.identity import JudgeIdentity
 from reag.judging.prompt import RESPONSE_TAG
+from reag.judging.tier import JudgeTier
 from reag.ledger.store import LedgerStore
 from reag.llm.accounting import Caller
 from reag.llm.base import Message
@@ -44,9 +45,8 @@ from reag.traffic.shadow import ShadowGate, no_spend
 from reag.v1 import events_pb2 as pb
 from services.elicitor.handlers import build_router as elicitor_router
 from services.elicitor.settings import ElicitorSettings
-from services.judge.handlers import JudgeDeps
 from services.judge.handlers import build_router as judge_router
-from services.judge.main import load_thresholds
+from services.judge.main import build_tier, load_thresholds
 from services.judge.settings import JudgeSettings
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
@@ -105,18 +105,18 @@ def sure(prompt: Any, _labels: Sequence[str]) -> dict[str, float]:
 
 async def _judge(
     tier: int, script: Any, shared: dict[str, Any], suffix: str, bootstrap: str
-) -> tuple[JudgeSettings, JudgeDeps]:
+) -> tuple[JudgeSettings, JudgeTier]:
     settings = JudgeSettings(tier=tier, tier_models=TIER_MODELS, **shared)
     client = LLMClient(
         FakeProvider(model=f"fake:tier{tier}", label_script=script), Caller("judge", str(tier))
     )
-    deps = JudgeDeps.build(settings, client, None)
+    deps = build_tier(settings, client, None)
     threshold = pb.Threshold(
         app=APP, tier=tier, has_threshold=True, threshold=0.9, alpha=0.1, delta=0.1
     )
     threshold.mode = "cascade"
     threshold.computed_at.seconds = 1_000
-    JudgeIdentity.of_judge(await deps.judge_for(APP, settings)).stamp(threshold)
+    JudgeIdentity.of_judge(await deps.judge_for(APP)).stamp(threshold)
     await produce_events(bootstrap, THRESHOLDS + suffix, [threshold], f"{APP}/{tier}")
     return settings, deps
 

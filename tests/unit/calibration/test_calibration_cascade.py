@@ -14,9 +14,9 @@ from reag.calibration import (
     MissingScoreError,
     ScoreRecord,
     ScoreTable,
-    calibrate_cascade,
     calibrate_table,
     fit_threshold,
+    pivot,
     route,
     route_table,
 )
@@ -124,17 +124,17 @@ def test_cascade_mode_errors_name_the_item_missing_a_needed_score() -> None:
     items["stuck"] = [(1, 0.6, True)]
     items["fine"] = [(1, 0.6, True), (2, 0.7, False)]
     with pytest.raises(MissingScoreError, match=r"tier 2 has no score for item.*'stuck'"):
-        calibrate_cascade(_records(items), alpha=0.1, delta=0.1)
+        calibrate_table(pivot(_records(items)), alpha=0.1, delta=0.1)
     # Items tier 1 accepts need no tier-2 score; independent mode needs every score.
     del items["stuck"]
-    calibrate_cascade(_records(items), alpha=0.1, delta=0.1)
+    calibrate_table(pivot(_records(items)), alpha=0.1, delta=0.1)
     with pytest.raises(MissingScoreError, match="tier 2"):
-        calibrate_cascade(_records(items), alpha=0.1, delta=0.1, mode="independent")
+        calibrate_table(pivot(_records(items)), alpha=0.1, delta=0.1, mode="independent")
 
 
 def test_summary_has_the_cli_json_shape() -> None:
     records = _records({f"i{i}": [(1, 0.9995, False), (2, 0.8, False)] for i in range(50)})
-    cal = calibrate_cascade(records, alpha=0.1, delta=0.1)
+    cal = calibrate_table(pivot(records), alpha=0.1, delta=0.1)
     summary = cal.summary()
     assert summary["mode"] == "cascade"
     assert summary["calibration_hash"] == cal.calibration_hash
@@ -147,4 +147,4 @@ def test_summary_has_the_cli_json_shape() -> None:
     assert summary["tiers"]["2"]["n"] == 0
     assert summary["tiers"]["2"]["threshold"] is None
     with pytest.raises(CalibrationError, match="mode"):
-        calibrate_cascade(records, alpha=0.1, delta=0.1, mode="bogus")  # type: ignore[arg-type]
+        calibrate_table(pivot(records), alpha=0.1, delta=0.1, mode="bogus")  # type: ignore[arg-type]

@@ -17,7 +17,8 @@ import yaml
 
 from reag.llm.client import LLMClient
 from reag.llm.scripted import FakeProvider
-from services.judge.handlers import JudgeDeps, build_router
+from services.judge.handlers import build_router
+from services.judge.main import build_tier
 from services.judge.settings import JudgeSettings
 from services.kit.topology import JUDGE_TIER
 
@@ -69,7 +70,7 @@ def judge_subscriptions() -> dict[str, tuple[str, str]]:
     found: dict[str, tuple[str, str]] = {}
     for tier, topic in JUDGE_TIER.items():
         settings = JudgeSettings(tier=tier, tier_models="")  # the chart runs three tiers
-        deps = JudgeDeps.build(settings, LLMClient(FakeProvider(model="fake:judge")), None)
+        deps = build_tier(settings, LLMClient(FakeProvider(model="fake:judge")), None)
         for subscriber in build_router(settings, deps).subscribers:
             # Kafka subscribers carry these; the router's declared type does not say so.
             if topic in getattr(subscriber, "topic_names", ()):

@@ -153,7 +153,7 @@ def test_the_nutrition_cases_keep_their_calibration_items_for_cross_fitting() ->
 def test_nutrition_thresholds_are_cross_fitted_without_the_case_s_own_items() -> None:
     from bench.cases import ALPHA, DELTA, SCORES, cross_fitted_thresholds
     from reag.calibration import fit_threshold
-    from reag.labelled.snapshot import read_snapshot
+    from reag.calibration_run.snapshot import read_snapshot
 
     model, version = "local:qwen2.5-coder-1.5b-instruct", "judge-prompt-v4/n1k3s0/c870f0489f95313e"
     case = load_case_set(CASE_FILES["nutrition"]).cases[0]

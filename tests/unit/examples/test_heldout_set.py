@@ -11,8 +11,8 @@ from collections import Counter
 
 from bench.heldout import BANKING_ITEMS, canaries, heldout_attacks
 from bench.injection import CONTROL, load_attacks
+from reag.calibration_run.files import read_labelled
 from reag.judging.prompt import Condition
-from reag.labelled.files import read_labelled
 
 REQUIRED_CANARIES = {":", "Thought process:", "Let me solve this step by step.", ""}
 

@@ -21,10 +21,10 @@ import pytest
 
 from reag.calibration.fixed_sequence import ThresholdFit
 from reag.calibration.store import CalibrationItem
+from reag.calibration_run.files import read_labelled
 from reag.judging.exemplars import AnnotatorSets
 from reag.judging.judge import JudgeConfig, TierJudge
 from reag.judging.prompt import Condition
-from reag.labelled.files import read_labelled
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
 from reag.llm.scripted import FakeProvider

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from reag.calibration.store import CalibrationStore, item_from_review
+from reag.calibration_run.files import read_labelled
 from reag.judging.pinning import pinned_annotator_sets
-from reag.labelled.files import read_labelled
 from reag.v1 import events_pb2 as pb
 
 from .conftest import make_request

@@ -16,10 +16,10 @@ import pytest
 
 from reag.apps import load_app
 from reag.calibration.store import CalibrationStore
+from reag.calibration_run.clients import build_judges
+from reag.calibration_run.files import read_labelled
+from reag.calibration_run.snapshot import snapshot_line, snapshot_name
 from reag.judging.settings import CascadeSettings
-from reag.labelled.clients import build_judges
-from reag.labelled.files import read_labelled
-from reag.labelled.snapshot import snapshot_line, snapshot_name
 from reag.llm.client import LLMClient
 from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
@@ -70,7 +70,7 @@ async def test_the_demo_calibrates_from_checked_stored_scores_and_publishes_what
     await write_scores(tmp_path / "scores", labels, CascadeSettings())
     fakes = providers()
     monkeypatch.setattr(
-        "reag.labelled.clients.make_tier_clients",
+        "shell.kafka_io.labels.make_tier_clients",
         lambda _settings, _service: [LLMClient(p) for p in fakes],
     )
     published: list[pb.Threshold] = []
@@ -79,11 +79,11 @@ async def test_the_demo_calibrates_from_checked_stored_scores_and_publishes_what
         published.extend(thresholds)
         return len(thresholds)
 
-    monkeypatch.setattr("services.calibrator.publish.publish_thresholds", capture)
+    monkeypatch.setattr("shell.kafka_io.labels.publish_thresholds", capture)
     lines: list[str] = []
     config = load_app(tmp_path / "app.yaml")
     options = demo.DemoOptions(manifest=tmp_path / "app.yaml", alpha=0.2, delta=0.1)
-    thresholds = await demo._calibrate(config, options, "127.0.0.1:1", lines.append)
+    thresholds = await demo._calibrate(config, options, lines.append)
     text = "\n".join(lines)
     assert "3 re-judged at random and equal" in text
     assert "scored 0" in text or "0 scored" in text, text

@@ -16,8 +16,8 @@ import pytest
 from bench.injection import ATTACKS, CONTROL, LABELS, Attack, attacked, load_attacks
 from bench.injection_detector import GOAL_CLEAN, check, detections, recall_table
 from reag.calibration.store import CalibrationItem
+from reag.calibration_run.files import read_labelled
 from reag.judging.injection import REASONS, InjectionFinding, detect, skeleton
-from reag.labelled.files import read_labelled
 
 CLEAN = "Two scoops (60 g) are 156 kcal and 16 g sugars; serve them in a small bowl."
 

@@ -13,8 +13,8 @@ import typer
 from typer.testing import CliRunner
 
 from reag.calibration.store import CalibrationStore
+from reag.calibration_run.files import read_labelled
 from reag.judging.identity import JudgeIdentity
-from reag.labelled.files import read_labelled
 from reag.llm.base import Message
 from reag.llm.client import Caller, LLMClient
 from reag.llm.scripted import FakeProvider

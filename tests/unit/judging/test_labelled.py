@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
 from reag.calibration.store import CalibrationStore
+from reag.calibration_run.calibrate import run_calibration
+from reag.calibration_run.files import LabelledFileError, read_labelled
+from reag.calibration_run.fitting import FitSpec
+from reag.calibration_run.scoring import score_labelled_file
 from reag.judging.settings import CascadeSettings
-from reag.labelled.calibrate import ingest_and_calibrate
-from reag.labelled.files import LabelledFileError, read_labelled
-from reag.labelled.fitting import FitSpec
-from reag.labelled.scoring import score_labelled_file, score_labelled_set
 from reag.llm.client import LLMClient
 from reag.llm.prices import ModelPrice, PriceTable
 from reag.llm.scripted import FakeProvider
@@ -40,14 +41,14 @@ async def test_a_second_run_makes_no_llm_call(store: CalibrationStore, tmp_path:
     path = write_labelled(tmp_path / "labels.jsonl", 40)
     providers = three_providers()
     clients = tier_clients(*providers)
-    first = await ingest_and_calibrate(
-        path, store, clients, CascadeSettings(), FitSpec(alpha=0.2, delta=0.1)
+    first = await run_calibration(
+        store, clients, CascadeSettings(), FitSpec(alpha=0.2, delta=0.1), labels=path
     )
     calls = [len(p.calls) for p in providers]
     assert calls[0] == 40 * 5
     assert first.stats.calls == sum(calls)
-    second = await ingest_and_calibrate(
-        path, store, clients, CascadeSettings(), FitSpec(alpha=0.2, delta=0.1)
+    second = await run_calibration(
+        store, clients, CascadeSettings(), FitSpec(alpha=0.2, delta=0.1), labels=path
     )
     assert [len(p.calls) for p in providers] == calls
     assert second.stats.calls == 0
@@ -61,7 +62,7 @@ def test_a_tier_of_fewer_annotators_sees_the_first_sets_of_a_larger_tier(
 ) -> None:
     """Why a judge of N annotators is the first N annotators of a larger one: the stored
     N = 3 scores then hold every smaller N's, and one model can serve two tiers."""
-    from reag.labelled.clients import build_judges
+    from reag.calibration_run.clients import build_judges
 
     store.add_items(read_labelled(write_labelled(tmp_path / "labels.jsonl", 40)))
     settings = CascadeSettings(tier_annotators="1,2,3", examples=3)
@@ -80,8 +81,8 @@ async def test_cascade_mode_scores_a_tier_only_on_what_lower_tiers_leave(
     providers = three_providers()
     # 20 SURE items are fewer than the default min_accepted (30): allow them to be tested.
     spec = FitSpec(alpha=0.2, delta=0.1, min_accepted=20)
-    result = await ingest_and_calibrate(
-        path, store, tier_clients(*providers), CascadeSettings(), spec
+    result = await run_calibration(
+        store, tier_clients(*providers), CascadeSettings(), spec, labels=path
     )
     # Tier 1 is sure (and right) on the 20 SURE items and accepts exactly those.
     fit1 = result.calibration.fit_for(1)
@@ -104,21 +105,21 @@ async def test_cascade_mode_scores_a_tier_only_on_what_lower_tiers_leave(
 async def test_independent_and_system_modes(store: CalibrationStore, tmp_path: Path) -> None:
     path = write_labelled(tmp_path / "labels.jsonl", 40)
     providers = three_providers()
-    ind = await ingest_and_calibrate(
-        path,
+    ind = await run_calibration(
         store,
         tier_clients(*providers),
         CascadeSettings(),
         FitSpec(alpha=0.2, delta=0.1, mode="independent"),
+        labels=path,
     )
     assert [len(p.calls) for p in providers] == [200, 200, 200]
     assert all(t.n_calibration == 40 for t in ind.thresholds)
-    system = await ingest_and_calibrate(
-        path,
+    system = await run_calibration(
         store,
         tier_clients(*providers),
         CascadeSettings(),
         FitSpec(alpha=0.2, delta=0.1, mode="system"),
+        labels=path,
     )
     assert [len(p.calls) for p in providers] == [200, 200, 200]  # all reused
     assert [t.delta for t in system.thresholds] == pytest.approx([0.1 / 3] * 3)
@@ -139,8 +140,8 @@ async def test_tiers_running_one_model_share_its_scores_and_still_pay(
     assert by[item, 1].cost_usd
     assert by[item, 3].cost_usd == by[item, 1].cost_usd
     assert by[item, 2].confidence == by[item, 1].confidence
-    result = await ingest_and_calibrate(
-        path, store, [client] * 3, CascadeSettings(), FitSpec(alpha=0.2, delta=0.1)
+    result = await run_calibration(
+        store, [client] * 3, CascadeSettings(), FitSpec(alpha=0.2, delta=0.1), labels=path
     )
     assert len(provider.calls) == 200
     assert "same judge" in result.model_note()
@@ -160,27 +161,29 @@ def test_labelled_files_are_checked_line_by_line(tmp_path: Path) -> None:
     )
     (tmp_path / "two.jsonl").write_text(two)
     with pytest.raises(LabelledFileError, match="several apps"):
-        score_labelled_set(
-            tmp_path / "two.jsonl",
-            clients=[],
-            settings=CascadeSettings(),
-            store=CalibrationStore.open(f"sqlite:///{tmp_path / 's.db'}"),
+        asyncio.run(
+            score_labelled_file(
+                tmp_path / "two.jsonl",
+                CalibrationStore.open(f"sqlite:///{tmp_path / 's.db'}"),
+                [],
+                CascadeSettings(),
+            )
         )
 
 
-def test_score_labelled_set_is_the_calibrate_cli_entry_point(
+def test_scoring_a_labelled_file_twice_calls_no_judge_twice(
     store: CalibrationStore, tmp_path: Path
 ) -> None:
     path = write_labelled(tmp_path / "labels.jsonl", 20)
     providers = three_providers()
-    records = score_labelled_set(
-        path, store=store, clients=tier_clients(*providers), settings=CascadeSettings()
+    records = asyncio.run(
+        score_labelled_file(path, store, tier_clients(*providers), CascadeSettings())
     )
     assert sorted({r.tier for r in records}) == [1, 2, 3]
     assert len(records) == 60
     assert {r.label for r in records} == {"YES", "NO"}
-    again = score_labelled_set(
-        path, store=store, clients=tier_clients(*providers), settings=CascadeSettings()
+    again = asyncio.run(
+        score_labelled_file(path, store, tier_clients(*providers), CascadeSettings())
     )
     assert [len(p.calls) for p in providers] == [100, 100, 100]
     assert sorted(again, key=lambda r: (r.item_id, r.tier)) == sorted(
@@ -193,14 +196,14 @@ def test_the_labels_command_records_thresholds_and_names_tier_models(
 ) -> None:
     path = write_labelled(tmp_path / "labels.jsonl", 40)
     providers = three_providers()
-    run = calibrate_from_labels(
-        path,
-        alpha=0.2,
-        delta=0.1,
-        mode="system",
-        store=store,
-        clients=tier_clients(*providers),
-        tier_models="a:x,b:y,c:z",
+    run = asyncio.run(
+        calibrate_from_labels(
+            path,
+            FitSpec(alpha=0.2, delta=0.1, mode="system"),
+            store=store,
+            clients=tier_clients(*providers),
+            tier_models="a:x,b:y,c:z",
+        )
     )
     assert run.published == 0
     assert [t.tier for t in run.result.thresholds] == [1, 2, 3]

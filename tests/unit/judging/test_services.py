@@ -11,13 +11,15 @@ from prometheus_client import REGISTRY
 
 from reag.calibration.store import CalibrationStore
 from reag.judging.identity import JudgeIdentity
+from reag.judging.tier import JudgeTier
 from reag.llm.client import LLMClient
 from reag.llm.scripted import FakeProvider
 from reag.v1 import events_pb2 as pb
-from services.calibrator.handlers import CalibratorDeps
 from services.calibrator.handlers import build_router as build_calibrator
+from services.calibrator.main import build_recalibrator
 from services.calibrator.settings import CalibratorSettings
-from services.judge.handlers import JudgeDeps, announce, build_router
+from services.judge.handlers import build_router
+from services.judge.main import build_tier
 from services.judge.settings import JudgeSettings
 from services.kit.topology import ABSTAINS, DLQ, JUDGE_TIER, REVIEWS, THRESHOLDS, VERDICTS
 
@@ -31,9 +33,9 @@ def sample(name: str, **labels: str) -> float | None:
     return REGISTRY.get_sample_value(name, labels)
 
 
-def judge_deps(settings: JudgeSettings, store: CalibrationStore | None = None) -> JudgeDeps:
+def judge_deps(settings: JudgeSettings, store: CalibrationStore | None = None) -> JudgeTier:
     provider = FakeProvider(model="fake:tier3", label_script=marker_script())
-    return JudgeDeps.build(settings, LLMClient(provider), store)
+    return build_tier(settings, LLMClient(provider), store)
 
 
 def test_settings_pick_the_tier_model_from_the_shared_list() -> None:
@@ -108,7 +110,7 @@ async def test_tier_one_audits_a_criterion_and_sends_it_on_even_when_it_accepts(
     app = "audit-app"
     async with TestKafkaBroker(broker) as test_broker:
         th = pb.Threshold(app=app, tier=1, model="fake:tier3", has_threshold=True, threshold=0.9)
-        JudgeIdentity.of_judge(await deps.judge_for(app, settings)).stamp(th)
+        JudgeIdentity.of_judge(await deps.judge_for(app)).stamp(th)
         th.computed_at.seconds = 5
         await test_broker.publish(th.SerializeToString(), THRESHOLDS + SUFFIX)
         request = make_request("Sugar is 30 g. SURE-NO", app=app, case="c-audit")
@@ -121,7 +123,7 @@ def test_a_tier_without_threshold_says_so_at_start(caplog: pytest.LogCaptureFixt
     settings = JudgeSettings(tier=3, topic_suffix=SUFFIX)
     deps = judge_deps(settings)
     with caplog.at_level(logging.WARNING, logger="reag.judge"):
-        announce(settings, deps, ["start-app"])
+        deps.announce(["start-app"], source=THRESHOLDS + SUFFIX)
     assert "accepts nothing" in caplog.text
     assert sample("reag_judge_threshold_present", tier="3", app="start-app") == 0.0
 
@@ -152,7 +154,7 @@ async def test_last_tier_abstains_then_accepts_once_a_threshold_arrives() -> Non
         assert sample("reag_judge_threshold_present", tier="3", app=app) == 0.0
 
         th = pb.Threshold(app=app, tier=3, model="fake:tier3", has_threshold=True, threshold=0.9)
-        JudgeIdentity.of_judge(await deps.judge_for(app, settings)).stamp(th)
+        JudgeIdentity.of_judge(await deps.judge_for(app)).stamp(th)
         th.computed_at.seconds = 5
         await test_broker.publish(th.SerializeToString(), THRESHOLDS + SUFFIX)
         assert sample("reag_judge_threshold", tier="3", app=app) == pytest.approx(0.9)
@@ -193,7 +195,7 @@ async def test_a_running_judge_refuses_a_threshold_fitted_on_another_judge(
         abstains.append(pb.Abstain.FromString(body))
 
     app = f"identity-{field}"
-    own = JudgeIdentity.of_judge(await deps.judge_for(app, settings))
+    own = JudgeIdentity.of_judge(await deps.judge_for(app))
     stale = pb.Threshold(app=app, has_threshold=True, threshold=0.5)
     own.stamp(stale)
     setattr(stale, field, other)
@@ -237,7 +239,7 @@ async def test_calibrator_dead_letters_itemless_reviews_and_recalibrates_after_m
         LLMClient(FakeProvider(model=f"fake:t{t}", label_script=marker_script())) for t in (1, 2, 3)
     ]
     broker = KafkaBroker()
-    broker.include_router(build_calibrator(settings, CalibratorDeps(store, clients)))
+    broker.include_router(build_calibrator(settings, build_recalibrator(settings, store, clients)))
     thresholds: list[pb.Threshold] = []
     letters: list[pb.DeadLetter] = []
 
@@ -296,3 +298,12 @@ def test_the_embedded_default_is_the_one_judge_the_sweep_chose(
     assert settings.judge_config(1).n_annotators == 1
     with pytest.raises(ValueError, match="not in the cascade"):
         JudgeSettings(tier=2)
+
+
+def test_the_calibrator_fits_with_the_one_set_of_defaults() -> None:
+    from reag.calibration import Grid
+    from reag.calibration_run.fitting import FitSpec
+
+    assert CalibratorSettings().fit_spec() == FitSpec()
+    custom = CalibratorSettings(alpha=0.2, grid="0.9:0.5:0.1", mode="system").fit_spec()
+    assert (custom.alpha, custom.mode, custom.grid) == (0.2, "system", Grid.parse("0.9:0.5:0.1"))

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from reag.calibration.store import CalibrationStore
+from reag.calibration_run.calibrate import run_calibration
+from reag.calibration_run.clients import build_judges
+from reag.calibration_run.files import read_labelled
+from reag.calibration_run.fitting import FitSpec
+from reag.calibration_run.snapshot import import_snapshot, snapshot_line, snapshot_name
 from reag.judging.judge import TierJudge
 from reag.judging.settings import CascadeSettings
-from reag.labelled.calibrate import ingest_and_calibrate
-from reag.labelled.clients import build_judges
-from reag.labelled.files import read_labelled
-from reag.labelled.fitting import FitSpec
-from reag.labelled.snapshot import import_snapshot, snapshot_line, snapshot_name
 from reag.llm.client import LLMClient
 from reag.llm.scripted import FakeProvider
 
@@ -60,20 +60,20 @@ async def test_a_snapshot_of_this_judge_is_imported_and_calibration_then_scores_
     folder, _ = await make_snapshot(tmp_path, labels)
     store = CalibrationStore.open(f"sqlite:///{tmp_path / 'demo.db'}")
     fakes = providers()
-    result = await ingest_and_calibrate(
-        labels, store, [LLMClient(p) for p in fakes], SETTINGS, SPEC, stored_scores=folder
+    result = await run_calibration(
+        store, [LLMClient(p) for p in fakes], SETTINGS, SPEC, stored_scores=folder, labels=labels
     )
     assert [r.trusted for r in result.snapshots] == [True, True, True]
     assert [r.verified for r in result.snapshots] == [3, 3, 3]
     assert result.snapshots[0].imported == 40
     assert result.stats.scored == 0  # every score came from the files
     assert [len(p.calls) for p in fakes] == [3 * 3] * 3  # only the re-judged sample
-    fresh = await ingest_and_calibrate(
-        labels,
+    fresh = await run_calibration(
         CalibrationStore.open(f"sqlite:///{tmp_path / 'fresh.db'}"),
         [LLMClient(p) for p in providers()],
         SETTINGS,
         SPEC,
+        labels=labels,
     )
     assert [t.threshold for t in result.thresholds] == [t.threshold for t in fresh.thresholds]
 
@@ -132,7 +132,7 @@ def prompt_hash_script(prompt, labels):  # type: ignore[no-untyped-def]
 async def test_a_file_cut_to_fewer_annotators_is_that_judges_own(tmp_path: Path) -> None:
     """A judge of N = 1 gets, on every item, exactly the first annotator of a stored N = 3
     line, so its file can be cut from the N = 3 one and still pass the re-judged sample."""
-    from reag.labelled.snapshot import first_annotators, read_snapshot
+    from reag.calibration_run.snapshot import first_annotators, read_snapshot
 
     labels = write_labelled(tmp_path / "labels.jsonl", 24)
     store = CalibrationStore.open(f"sqlite:///{tmp_path / 'maker.db'}")

@@ -18,7 +18,7 @@ from services.elicitor.settings import ElicitorSettings
 from services.oracle.main import build_writer
 from services.oracle.main import create_app as oracle_app
 from services.oracle.settings import OracleSettings
-from services.retriever.main import CachedCorpus, build_deps
+from services.retriever.main import build_deps
 from services.retriever.settings import RetrieverSettings
 
 DOC = Document(app="demo", kind="requirement", local_id="FR-1", title="t", content="c", source="s")
@@ -94,17 +94,3 @@ def test_rerank_n_wires_the_reranker_to_the_rerank_model(
     assert reranker.client.model == "local:qwen2.5-coder-1.5b-instruct"
     assert reranker.client.caller.service == "retriever"
     assert (reranker.top_n, reranker.max_seconds) == (4, 20.0)
-
-
-def test_the_corpus_cache_rereads_the_store_after_its_ttl(state: Path) -> None:
-    store = CorpusStore.open(f"sqlite:///{state / 'reag.db'}")
-    now = [0.0]
-    corpus = CachedCorpus(store, ttl_s=5, clock=lambda: now[0])
-    assert corpus("demo") == [DOC]
-    changed = Document(
-        app="demo", kind="requirement", local_id="FR-2", title="t", content="c2", source="s"
-    )
-    store.add("demo", [DOC, changed])
-    assert corpus("demo") == [DOC]
-    now[0] = 6.0
-    assert corpus("demo") == [DOC, changed]

@@ -1,8 +1,8 @@
 """One calibration of one app: score what is missing, fit every tier, record the thresholds.
 
-The calibrator service runs ``calibrate_app`` on the items already in the
-store (reviews add them); ``reag calibrate --labels`` and the demo run
-``ingest_and_calibrate``, which first adds a labelled file's items.
+``run_calibration`` is the one run: the calibrator service calls it on the
+items already in the store (reviews add them); ``reag calibrate --labels``
+and the demo call it with a labelled file, whose items it adds first.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from reag.calibration.cascade import CascadeCalibration
 from reag.calibration.errors import CalibrationError
 from reag.calibration.scores import ScoreRecord
 from reag.calibration.store import EXCHANGEABLE, CalibrationStore
+from reag.calibration_run.clients import build_judges
+from reag.calibration_run.files import ingest_labelled
+from reag.calibration_run.fitting import FitSpec, thresholds_from
+from reag.calibration_run.scoring import Progress, ScoringStats, score_for_calibration
+from reag.calibration_run.snapshot import SnapshotReport, import_snapshot
 from reag.judging.judge import TierJudge
 from reag.judging.settings import CascadeSettings
-from reag.labelled.clients import build_judges
-from reag.labelled.files import read_labelled, select_app
-from reag.labelled.fitting import FitSpec, thresholds_from
-from reag.labelled.scoring import Progress, ScoringStats, score_for_calibration
-from reag.labelled.snapshot import SnapshotReport, import_snapshot
 from reag.llm.client import LLMClient
 from reag.v1 import events_pb2 as pb
 
@@ -106,27 +106,36 @@ async def calibrate_app(
     )
 
 
-async def ingest_and_calibrate(
-    path: Path,
+async def run_calibration(
     store: CalibrationStore,
     clients: Sequence[LLMClient],
     settings: CascadeSettings,
     spec: FitSpec,
     *,
     app: str | None = None,
+    labels: Path | None = None,
+    stored_scores: Path | None = None,
+    trigger: str = "cli",
     score_all: bool = False,
     progress: Progress | None = None,
-    stored_scores: Path | None = None,
 ) -> LabelledCalibration:
-    """``reag calibrate --labels``: add the file's items to the store, then ``calibrate_app``.
+    """The one calibration run: ``reag calibrate --labels``, the demo and the calibrator.
+
+    ``labels``: a labelled file whose items (of ``app``, or its only app) join the
+    store first, as ``reag calibrate --labels`` and the demo do; without it the app's
+    items already in the store are calibrated on (the calibrator, after reviews).
+    The judges are built as the live ones are (``clients``, one per tier, and the
+    cascade ``settings``), then ``calibrate_app`` scores what is missing and fits.
 
     ``stored_scores``: a folder of judge scores made beforehand on this set; each tier's
     file is imported only after a random sample judged again matches it
-    (``reag.labelled.snapshot``), and what it holds is then not scored again.
+    (``reag.calibration_run.snapshot``), and what it holds is then not scored again.
     """
-    items = read_labelled(path)
-    chosen = select_app(items, app)
-    await asyncio.to_thread(store.add_items, [i for i in items if i.app == chosen])
+    chosen = app
+    if labels is not None:
+        chosen, _ = await ingest_labelled(store, labels, app)
+    if chosen is None:
+        raise CalibrationError("a calibration run needs an app or a labelled file")
     judges = await asyncio.to_thread(build_judges, store, chosen, clients, settings)
     reports: list[SnapshotReport] = []
     if stored_scores is not None:
@@ -136,6 +145,6 @@ async def ingest_and_calibrate(
             if report is not None:
                 reports.append(report)
     result = await calibrate_app(
-        store, chosen, judges, spec, trigger="cli", score_all=score_all, progress=progress
+        store, chosen, judges, spec, trigger=trigger, score_all=score_all, progress=progress
     )
     return dataclasses.replace(result, snapshots=tuple(reports))

@@ -1,9 +1,11 @@
 """Fitting the cascade's thresholds from score records, and publishing them as messages.
 
-``FitSpec`` is the one place a fit's parameters are named: scoring needs
-them for its partial fits (which items reach the next tier) and the run
-for its final fit, and the two must be the same fit for the partial ones
-to be exactly the final fit's first tiers.
+``FitSpec`` is the one carrier of a fit's parameters, with the defaults of
+``reag.fit_defaults``: scoring needs them for its partial fits (which items
+reach the next tier) and the run for its final fit, and the two must be the
+same fit for the partial ones to be exactly the final fit's first tiers.
+``reag calibrate``, the calibrator service and the demo each build one and
+hand it to ``reag.calibration_run.calibrate.run_calibration``.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from datetime import UTC, datetime
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from reag.calibration.cascade import CascadeCalibration, Mode, calibrate_table
-from reag.calibration.fixed_sequence import DEFAULT_GRID, DEFAULT_MIN_ACCEPTED, Grid
-from reag.calibration.scaling import DEFAULT_TAU
+from reag.calibration.fixed_sequence import DEFAULT_GRID, Grid
 from reag.calibration.scores import ScoreRecord, pivot
+from reag.fit_defaults import DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MIN_ACCEPTED, DEFAULT_TAU
 from reag.judging.identity import JudgeIdentity
 from reag.judging.judge import TierJudge
 from reag.v1 import events_pb2 as pb
@@ -28,24 +30,32 @@ class FitSpec:
     """What a fit is asked for: risk α with confidence 1-δ, the mode, τ, the λ grid, and how
     many calibration items a candidate must accept before it is tested (``min_accepted``)."""
 
-    alpha: float
-    delta: float
+    alpha: float = DEFAULT_ALPHA
+    delta: float = DEFAULT_DELTA
     mode: Mode = "cascade"
     tau: int = DEFAULT_TAU
     grid: Grid = DEFAULT_GRID
     min_accepted: int = DEFAULT_MIN_ACCEPTED
 
     def fit(
-        self, records: Sequence[ScoreRecord], n_tiers: int, *, depth: int
+        self,
+        records: Sequence[ScoreRecord],
+        n_tiers: int | None = None,
+        *,
+        depth: int | None = None,
     ) -> CascadeCalibration:
-        """Fit tiers 1..n_tiers of a cascade of ``depth`` tiers from the records so far.
+        """Fit tiers 1..n_tiers of a cascade of ``depth`` tiers from the records so far
+        (default: every tier the records hold, as the whole cascade).
 
         Under system mode each tier is tested at δ/depth whatever the number of
         tiers fit so far, so a partial fit's tiers equal the full fit's.
         """
-        tier_delta = self.delta * n_tiers / depth if self.mode == "system" else self.delta
+        table = pivot(records, n_tiers=n_tiers)
+        tier_delta = self.delta
+        if self.mode == "system" and depth is not None:
+            tier_delta = self.delta * table.n_tiers / depth
         return calibrate_table(
-            pivot(records, n_tiers=n_tiers),
+            table,
             alpha=self.alpha,
             delta=tier_delta,
             mode=self.mode,

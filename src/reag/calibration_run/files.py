@@ -7,6 +7,7 @@ fit on the rest.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reag.calibration.errors import CalibrationError
 from reag.calibration.scores import Label
-from reag.calibration.store import CalibrationItem
+from reag.calibration.store import CalibrationItem, CalibrationStore
 from reag.v1 import events_pb2 as pb
 
 
@@ -111,3 +112,15 @@ def select_app(items: Sequence[CalibrationItem], app: str | None) -> str:
     if len(apps) > 1:
         raise LabelledFileError(f"the labelled set holds several apps {apps}; name one with --app")
     return apps[0]
+
+
+async def ingest_labelled(
+    store: CalibrationStore, path: Path, app: str | None
+) -> tuple[str, list[CalibrationItem]]:
+    """Add one app's items of a labelled file to the store: that app and its items, in file
+    order (``app`` None: the file's only app)."""
+    items = read_labelled(path)
+    chosen = select_app(items, app)
+    mine = [i for i in items if i.app == chosen]
+    await asyncio.to_thread(store.add_items, mine)
+    return chosen, mine

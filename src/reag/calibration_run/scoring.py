@@ -27,11 +27,11 @@ from reag.calibration.cascade import ABSTAIN, route
 from reag.calibration.errors import CalibrationError
 from reag.calibration.scores import ScoreRecord
 from reag.calibration.store import CalibrationItem, CalibrationStore, StoredScore
+from reag.calibration_run.clients import build_judges
+from reag.calibration_run.files import ingest_labelled
+from reag.calibration_run.fitting import FitSpec
 from reag.judging.judge import TierJudge
 from reag.judging.settings import CascadeSettings
-from reag.labelled.clients import build_judges, make_tier_clients
-from reag.labelled.files import read_labelled, select_app
-from reag.labelled.fitting import FitSpec
 from reag.llm.client import LLMClient
 
 
@@ -164,7 +164,7 @@ async def score_for_calibration(
 
 
 # Scoring every tier on every item fits nothing on the way, so any spec serves.
-_SCORE_ALL = FitSpec(alpha=0.5, delta=0.5)
+_SCORE_ALL = FitSpec()
 
 
 async def score_labelled_file(
@@ -185,10 +185,7 @@ async def score_labelled_file(
     scores only the file's first items (all are ingested, so the annotators'
     examples are drawn from the whole set either way).
     """
-    items = read_labelled(path)
-    chosen = select_app(items, app)
-    mine = [i for i in items if i.app == chosen]
-    await asyncio.to_thread(store.add_items, mine)
+    chosen, mine = await ingest_labelled(store, path, app)
     judges = await asyncio.to_thread(build_judges, store, chosen, clients, settings)
     wanted = {i.item_id for i in mine[:limit]}
     stored = await asyncio.to_thread(store.items, chosen)
@@ -196,22 +193,3 @@ async def score_labelled_file(
     return await score_for_calibration(
         store, judges, chosen, in_store, _SCORE_ALL, score_all=True, stats=stats, progress=progress
     )
-
-
-def score_labelled_set(
-    path: Path,
-    *,
-    app: str | None = None,
-    settings: CascadeSettings | None = None,
-    store: CalibrationStore | None = None,
-    clients: Sequence[LLMClient] | None = None,
-) -> list[ScoreRecord]:
-    """``reag calibrate --labels FILE``: every tier's scores on a labelled set.
-
-    Tier models and annotators come from ``CascadeSettings`` (REAG_TIER_MODELS,
-    REAG_ANNOTATORS, ...), the store from REAG_STORE_DSN / REAG_STATE_DIR.
-    """
-    settings = settings or CascadeSettings()
-    store = store or CalibrationStore.open(settings.resolved_store_dsn())
-    tier_clients = list(clients) if clients is not None else make_tier_clients(settings, "cli")
-    return asyncio.run(score_labelled_file(path, store, tier_clients, settings, app=app))
