@@ -142,6 +142,19 @@ def _polarity(form: CriterionForm, counts: CheckCounts) -> str:
     return form.verb
 
 
+def _decline_sources(draft: OracleDraft, shown: Sequence[str]) -> tuple[str, ...]:
+    """What a declining criterion cites: the draft's scope sources, else the first
+    non-persona document it cited (the rule the answered request broke)."""
+    scope = resolve_sources(
+        (s for f in draft.criteria if f.concern == "scope" for s in f.sources), shown
+    )
+    if scope:
+        return scope
+    cited = resolve_sources((s for f in draft.criteria for s in f.sources), shown)
+    rules = [c for c in cited if not c.startswith("persona/")]
+    return tuple((rules or list(cited))[:1])
+
+
 def check_draft(draft: OracleDraft, shown: Sequence[str]) -> Checked:
     """The draft's criteria after the fixed checks, in checking order (module docstring)."""
     out = Checked()
@@ -165,10 +178,7 @@ def check_draft(draft: OracleDraft, shown: Sequence[str]) -> Checked:
             continue
         kept.append(CheckedCriterion(text, sources, form.concern, verb))
     if not draft.in_scope and not any(c.verb == "declines" for c in kept):
-        scope_sources = next(
-            (c.sources for c in kept if c.concern == "scope"),
-            resolve_sources((s for f in draft.criteria for s in f.sources), shown),
-        )
+        scope_sources = _decline_sources(draft, shown)
         if scope_sources:
             counts.decline_added += 1
             decline = CriterionForm(

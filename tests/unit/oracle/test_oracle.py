@@ -17,6 +17,7 @@ from reag.oracle.schema import MAX_CRITERIA, MAX_SOURCES
 from reag.oracle.writer import OracleInvalidError, OracleWriter, judge_requests, oracle_event
 from reag.v1 import events_pb2 as pb
 
+
 def form(verb: str, obj: str, sources: Sequence[str] = ("requirement/D0",), **extra: Any) -> Any:
     return {
         "concern": "correctness",
