@@ -61,10 +61,9 @@ UNDECIDABLE = re.compile(
 SCOPE_KEPT = frozenset({"scope", "safety", "security"})
 DECLINE_OBJECT = "the request, as outside what the application is for"
 
-_STOP = frozenset(
-    """a an the and or of to in on for with is are be it its this that if pass fail response
-    user application app does not do any as by at from their they them""".split()
-)
+_STOP_WORDS = """a an the and or of to in on for with is are be it its this that if pass fail
+response user application app does not do any as by at from their they them"""
+_STOP = frozenset(_STOP_WORDS.split())
 
 
 @dataclass(frozen=True, slots=True)
