@@ -188,6 +188,9 @@ async def test_traffic_in_gives_interpretation_oracle_and_one_judge_request_per_
         assert request.evidence
         assert request.test_objective
         assert request.query
+        # Each criterion cites a document the oracle was shown (issue 24's traceability).
+        (source,) = request.criterion.source_doc_ids
+        assert source in {d.doc_id for i in interpretations for d in i.documents}
 
 
 async def test_each_kind_of_bad_input_is_dead_lettered_and_the_next_good_event_flows(
