@@ -70,8 +70,8 @@ CONCERN_ORDER: tuple[str, ...] = (
     "style",
 )
 
-ObjectText = Annotated[str, StringConstraints(min_length=3, max_length=160)]
-RuleText = Annotated[str, StringConstraints(min_length=3, max_length=240)]
+ObjectText = Annotated[str, StringConstraints(min_length=3, max_length=140)]
+RuleText = Annotated[str, StringConstraints(min_length=3, max_length=200)]
 SourceId = Annotated[str, StringConstraints(min_length=1, max_length=80)]
 
 

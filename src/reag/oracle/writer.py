@@ -52,7 +52,7 @@ class OracleWriter:
     attempts: int = 2
     temperature: float = 0.0
     retry_temperature: float = 0.7
-    max_tokens: int = 900
+    max_tokens: int = 1400  # up to 7 criteria of five fields each
 
     async def write(self, interpretation: pb.Interpretation) -> WrittenOracle:
         messages = build_messages(interpretation, self.limits)
