@@ -193,8 +193,8 @@ def test_forbidding_modal_words_are_recognised() -> None:
     assert not forbids("The app answers in the reader's language.")
 
 
-def test_a_forbidding_rule_never_leaves_a_positive_claim() -> None:
-    """Every verb the form allows, under a forbidding rule, ends as a negative or a warning."""
+def test_a_forbidding_rule_turns_every_negatable_verb_negative() -> None:
+    """Under a forbidding rule, states, recommends and asks for become their negatives."""
     for verb in ("states", "recommends", "asks_for", "does_not_state", "declines"):
         checked = check_draft(
             OracleDraft.model_validate(
