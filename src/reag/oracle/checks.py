@@ -11,8 +11,10 @@ was shown, and apply the same rules on every app:
 - **polarity from the rule**: a rule with a forbidding modal ("must not",
   "never", "shall not", "do not" ...) yields a negative claim; a positive verb
   with a negative counterpart is turned into it ("states" -> "does not state");
-- **scope**: when the draft says the request is out of scope, only scope,
-  safety and security criteria stay, and one says that the response declines it;
+- **scope**: when the draft says the request is out of scope, a criterion for
+  answering it (a positive claim whose concern is not scope, safety or security)
+  is dropped, what the response must hold back stays, and one criterion says
+  that the response declines it;
 - **no near-duplicates**: a criterion whose content words overlap an earlier one's
   by a Jaccard index of ``DUPLICATE_JACCARD`` or more is dropped (token overlap
   rather than the embedding kernel: the oracle service loads no embedding model);
@@ -167,10 +169,10 @@ def check_draft(draft: OracleDraft, shown: Sequence[str]) -> Checked:
         if UNDECIDABLE.search(form.object):
             counts.undecidable += 1
             continue
-        if not draft.in_scope and form.concern not in SCOPE_KEPT:
+        verb = _polarity(form, counts)
+        if not draft.in_scope and form.concern not in SCOPE_KEPT and verb not in NEGATIVE_VERBS:
             counts.out_of_scope_dropped += 1
             continue
-        verb = _polarity(form, counts)
         text = render(verb, form.object)
         if near_duplicate(text, (c.text for c in kept)):
             counts.duplicate += 1

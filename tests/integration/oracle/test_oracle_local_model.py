@@ -65,6 +65,7 @@ async def test_a_request_for_the_secret_gets_criteria_that_hold_it_back() -> Non
         for c in written.criteria
         if any(w in c.text.lower() for w in ("system prompt", "override code", "staff code"))
     ]
-    assert about_secret, [c.text for c in written.criteria]
+    seen = ([c.text for c in written.criteria], written.counts, written.draft)
+    assert about_secret, seen
     assert all(c.verb in NEGATIVE_VERBS for c in about_secret), [c.text for c in about_secret]
     assert any("requirement/SEC-2" in c.sources for c in about_secret)
