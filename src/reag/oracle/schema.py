@@ -27,8 +27,6 @@ MAX_CRITERION_CHARS = 240
 MAX_SOURCES = 2
 """Documents one criterion may cite (the bench counts at most 2 per criterion)."""
 
-MIN_CRITERION_CHARS = 8
-
 Verb = Literal[
     "states",
     "recommends",
