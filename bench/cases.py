@@ -130,10 +130,16 @@ def model_identity(model: str) -> str:
 
 def oracle_prompt_version() -> str:
     """The oracle has no version constant: its system prompt, schema and limits, hashed."""
+    from reag.oracle import checks
     from reag.oracle.prompt import SYSTEM_PROMPT, PromptLimits
     from reag.oracle.schema import OracleDraft
 
-    return "oracle-" + digest(SYSTEM_PROMPT, OracleDraft.model_json_schema(), repr(PromptLimits()))
+    return "oracle-" + digest(
+        SYSTEM_PROMPT,
+        OracleDraft.model_json_schema(),
+        repr(PromptLimits()),
+        [checks.FORBIDDING.pattern, checks.UNDECIDABLE.pattern, checks.DUPLICATE_JACCARD],
+    )
 
 
 # ---------------------------------------------------------------- running the stages
@@ -192,7 +198,9 @@ def raw_criteria(raw: str) -> list[str] | None:
     criteria = data.get("PassFailCriteria") if isinstance(data, dict) else None
     if not isinstance(criteria, list):
         return None
-    return [c for c in criteria if isinstance(c, str)]
+    from reag.oracle.schema import render_raw
+
+    return [t for t in (render_raw(c) for c in criteria) if t is not None]
 
 
 def intention_of(case: Case, app: str, documents: Sequence[Document]) -> pb.Intention:
@@ -228,6 +236,7 @@ class CaseRun:
     seconds: float
     calls: int
     raw: list[str] = field(default_factory=list)  # the oracle's criteria as the model wrote them
+    sources: list[list[str]] = field(default_factory=list)  # each criterion's cited documents
 
 
 class Runner:
@@ -297,6 +306,7 @@ class Runner:
             seconds,
             calls,
             out["oracle"].get("raw_criteria") or out["oracle"]["criteria"],
+            out["oracle"].get("sources") or [],
         )
 
     async def _retrieval(self, intention: pb.Intention, _: dict[str, Any]) -> dict[str, Any]:
@@ -351,7 +361,9 @@ class Runner:
         written = await OracleWriter(cast("LLMClient", recorder)).write(interpretation)
         return {
             "draft": written.draft.model_dump(mode="json", by_alias=True),
-            "criteria": list(written.draft.criteria),
+            "criteria": [c.text for c in written.criteria],
+            "sources": [list(c.sources) for c in written.criteria],
+            "checks": written.counts.as_dict(),
             "raw": recorder.raw[-1] if recorder.raw else "",
             "raw_criteria": raw_criteria(recorder.raw[-1]) if recorder.raw else None,
             "calls": written.llm_calls,
@@ -362,13 +374,19 @@ class Runner:
 
         from reag.judging.judge import JudgeConfig, TierJudge
         from reag.llm.base import Usage
+        from reag.oracle.checks import check_draft
+        from reag.oracle.prompt import PromptLimits, used_documents
         from reag.oracle.schema import OracleDraft
         from reag.oracle.writer import WrittenOracle, judge_requests, oracle_event
         from reag.v1 import events_pb2 as pb
 
         interpretation = ParseDict(out["reasoning"]["interpretation"], pb.Interpretation())
         draft = OracleDraft.model_validate(out["oracle"]["draft"])
-        written = WrittenOracle(draft, self.models.oracle, 1, 0, Usage(), 0.0)
+        shown = [d.doc_id for d in used_documents(interpretation, PromptLimits())]
+        checked = check_draft(draft, shown)
+        written = WrittenOracle(
+            draft, checked.criteria, checked.counts, self.models.oracle, 1, 0, Usage(), 0.0
+        )
         judge = TierJudge(
             self.clients(self.models.judge),
             JudgeConfig(tier=1, n_annotators=JUDGE_N, k_examples=JUDGE_K),
@@ -499,7 +517,10 @@ class Citing:
 
 def citing(run: CaseRun, addresses: Iterable[str]) -> Citing:
     known = list(addresses)
-    cited = {a for c in run.criteria for a in citations(c, known)}
+    if run.sources:  # the criteria's own source ids (the oracle stores them since issue 24)
+        cited = {a for sources in run.sources for a in sources[:MAX_CITED]}
+    else:
+        cited = {a for c in run.criteria for a in citations(c, known)}
     must = set(run.case.must_check)
     return Citing(len(cited & must), len(must), len(cited & must), len(cited))
 

@@ -85,7 +85,7 @@ async def run_model(model: str, cases: int) -> list[CaseText]:
             text.oracle_s = time.perf_counter() - started
             text.attempts = written.attempts
             text.objective = written.draft.test_objective
-            text.criteria = list(written.draft.criteria)
+            text.criteria = [c.text for c in written.criteria]
         except StructuredOutputError as exc:
             text.error = f"{type(exc).__name__}: {str(exc)[:200]}"
         texts.append(text)

@@ -216,11 +216,14 @@ def _print_case(index: int, watch: CaseWatch, echo: Echo) -> None:
         mark = "relevant" if document.relevant else "not relevant"
         echo(f"    {document.rank:>2}. {document.doc_id:<28} score {document.score:8.3f}  {mark}")
     echo(f"  objective: {' '.join(oracle.test_objective.split())[:300]}")
+    response = " ".join(interpretation.intention.actual_response.split())
+    echo(f"  response : {response[:400] + ('…' if len(response) > 400 else '')}")
     result = watch.result
     by_id = {c.criterion.criterion_id: c for c in result.criteria} if result else {}
     echo("  criteria:")
     for criterion in oracle.criteria:
         echo(f"    [{criterion.index}] {' '.join(criterion.text.split())[:200]}")
+        echo(f"        from {', '.join(criterion.source_doc_ids) or '(no document cited)'}")
         outcome = by_id.get(criterion.criterion_id)
         if outcome is None:
             continue

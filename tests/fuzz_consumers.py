@@ -122,8 +122,17 @@ CORPUS = [
 ORACLE_JSON = json.dumps(
     {
         "TestObjective": "Check the potassium flag for a dialysis user.",
+        "RequestInScope": True,
         "ExpectedResultsDescription": "The response flags high potassium.",
-        "PassFailCriteria": ["PASS if a High potassium flag is shown."],
+        "PassFailCriteria": [
+            {
+                "concern": "safety",
+                "rule": "Flag potassium for dialysis users.",
+                "sources": ["requirement/FR-1"],
+                "verb": "states",
+                "object": "a High potassium flag",
+            }
+        ],
     }
 )
 

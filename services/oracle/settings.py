@@ -29,7 +29,9 @@ class OracleSettings(ServiceSettings):
     oracle_retry_temperature: float = Field(
         default=0.7, ge=0, le=2, description="Later attempts, so a retry is not a repeat."
     )
-    oracle_max_tokens: int = Field(default=900, ge=128, description="Token limit per attempt.")
+    oracle_max_tokens: int = Field(
+        default=1400, ge=128, description="Token limit per attempt (7 criteria of 5 fields)."
+    )
     oracle_max_documents: int = Field(
         default=8, ge=1, description="Retrieved documents quoted in the prompt."
     )

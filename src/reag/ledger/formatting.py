@@ -80,6 +80,8 @@ def criterion_lines(result: pb.Result, indent: str = "    ") -> list[str]:
         )
         if c.criterion.text:
             lines.append(f"{indent}  {_short(c.criterion.text, 90)}")
+        if c.criterion.source_doc_ids:
+            lines.append(f"{indent}  from {', '.join(c.criterion.source_doc_ids)}")
         for attempt in machine_attempts(c):
             threshold = f"{attempt.threshold:.3f}" if attempt.has_threshold else "none"
             lines.append(

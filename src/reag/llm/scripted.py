@@ -184,6 +184,54 @@ def _document_check(messages: Sequence[Message]) -> dict[str, Any]:
     return {"relevant": True, "reason": "It constrains the answer.", "evidence": evidence}
 
 
+# Claims of the scripted oracle: no two alike, so the oracle's repeat check keeps them all.
+SCRIPTED_CLAIMS: tuple[tuple[str, str], ...] = (
+    ("states", "the answer to the question asked"),
+    ("recommends", "a next step that fits this user"),
+    ("warns_about", "the limits that apply here"),
+    ("refers_the_user_to", "a qualified person when in doubt"),
+    ("does_not_state", "anything the documents contradict"),
+    ("asks_for", "details missing from the request"),
+    ("declines", "tasks outside its documented purpose"),
+)
+_SHOWN_ID = re.compile(r"^\[([^\]\s]+)\]", re.MULTILINE)
+
+
+def oracle_answer(
+    messages: Sequence[Message],
+    claims: Sequence[tuple[str, str]],
+    *,
+    objective: str = "Check that the answer fits the user and the documents.",
+    in_scope: bool = True,
+    concern: str = "correctness",
+) -> str:
+    """An ``OracleDraft`` JSON whose criteria (verb, object) cite the first document shown.
+
+    The one way scripts and tests write an oracle: each criterion is the constrained
+    form, and its source is a document id the prompt really showed (a criterion that
+    cites none is dropped by the oracle's checks).
+    """
+    shown = _SHOWN_ID.findall(messages[-1].content if messages else "")
+    sources = shown[:1] or ["unknown"]
+    return json.dumps(
+        {
+            "TestObjective": objective,
+            "RequestInScope": in_scope,
+            "ExpectedResultsDescription": "The response does what the documents ask for.",
+            "PassFailCriteria": [
+                {
+                    "concern": concern,
+                    "rule": "The documents shown to the oracle.",
+                    "sources": sources,
+                    "verb": verb,
+                    "object": obj,
+                }
+                for verb, obj in claims
+            ],
+        }
+    )
+
+
 class ScriptedModel:
     """The scripts of one ``scripted:<name>`` model."""
 
@@ -201,15 +249,7 @@ class ScriptedModel:
         if title == "ApplicationAnalysis":
             return json.dumps({"analysis": "The user needs advice that fits their condition."})
         if title == "OracleDraft":
-            return json.dumps(
-                {
-                    "TestObjective": "Check that the advice fits the user's condition.",
-                    "ExpectedResultsDescription": "The response flags what matters for this user.",
-                    "PassFailCriteria": [
-                        f"PASS if check {i} holds for this user." for i in range(self.n_criteria)
-                    ],
-                }
-            )
+            return oracle_answer(messages, SCRIPTED_CLAIMS[: self.n_criteria])
         if title in ("SimulatedProfileDraft", "SimulatedUserDraft"):
             draft = {
                 "profile": "A 58-year-old on dialysis who limits potassium.",

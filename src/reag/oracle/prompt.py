@@ -37,15 +37,20 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
 )
 
 SYSTEM_PROMPT = """You write test oracles for an LLM-based application: given who the user
-is, what they asked, and the application's own requirements and knowledge, you state what
-the application's response must do. Ground every statement in the documents provided;
-prefer the requirements and rules that matter for this user's health and goals over generic
-service-level checks (uploads, API handling) unless the query is about those. Write
-criteria that a reviewer can decide from the response text alone, each beginning with
-"PASS if" or "FAIL if", specific (name the flag, the threshold, the number, the advice),
-one check per criterion, between 2 and {max_criteria} criteria. {data_note}
-Reply with one JSON object with the keys "TestObjective", "ExpectedResultsDescription" and
-"PassFailCriteria" (a list of strings)."""
+is, what they asked, and the application's own documents, you state what the application's
+response must do. Ground every criterion in one rule of the documents provided.
+First decide whether the documents say the application should answer this request at all
+(RequestInScope). Check the rules on scope, safety or escalation and security first, then
+correctness and fit for this user, then language and format; style last, if at all.
+Each criterion is one claim about the response text: "concern" (what the rule is about),
+"rule" (the rule's sentence, quoted), "sources" (the ids in square brackets of the
+documents the rule comes from, one or two), "verb" and "object" (what the response states,
+recommends, asks for, warns about, refers the user to, declines, or holds back). A rule
+that forbids something gives a "does_not_..." verb; a request the documents put out of
+scope gives "declines". Write between 2 and {max_criteria} criteria, no two alike.
+{data_note}
+Reply with one JSON object with the keys "TestObjective", "RequestInScope",
+"ExpectedResultsDescription" and "PassFailCriteria" (a list of criteria)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,41 +4,118 @@ JSON keys follow the paper (``TestObjective``, ``ExpectedResultsDescription``,
 ``PassFailCriteria``); Python names are snake_case. Every string and the list
 are bounded: a small local model decodes under this schema as a grammar and
 must be able to reach the end, and a judge prompt has to hold each criterion.
+
+A criterion is not free text but a constrained form (issue 24): the rule it
+derives from, the documents that rule came from, what the rule is about, and
+one claim about the response text, ``<verb> <object>`` with a verb from a
+fixed list. Only claims a reader can check in the response text can be
+written at all ("the response states / recommends / asks for / declines /
+does not state ..."); the text the judge sees is rendered from the form
+(``render``), so its wording never drifts. Checks that need the documents the
+oracle saw (its citations, a rule's polarity, repeats, criteria about things
+the text cannot show) are in ``reag.oracle.checks``.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 MAX_CRITERIA = 7
 MAX_CRITERION_CHARS = 240
+MAX_SOURCES = 2
+"""Documents one criterion may cite (the bench counts at most 2 per criterion)."""
 
-MIN_CRITERION_CHARS = 8
-
-CriterionText = Annotated[
-    str, StringConstraints(min_length=MIN_CRITERION_CHARS, max_length=MAX_CRITERION_CHARS)
+Verb = Literal[
+    "states",
+    "recommends",
+    "asks_for",
+    "warns_about",
+    "refers_the_user_to",
+    "declines",
+    "does_not_state",
+    "does_not_recommend",
+    "does_not_ask_for",
 ]
+"""What the response does with the object: each decidable by reading the response."""
+
+NEGATIVE_VERBS: frozenset[str] = frozenset(
+    {"declines", "does_not_state", "does_not_recommend", "does_not_ask_for"}
+)
+"""Verbs that say the response holds something back: the polarity of a forbidding rule."""
+
+NEGATION: dict[str, str] = {
+    "states": "does_not_state",
+    "recommends": "does_not_recommend",
+    "asks_for": "does_not_ask_for",
+}
+"""The negative verb of each positive verb that has one."""
+
+Concern = Literal[
+    "scope", "safety", "security", "correctness", "persona_fit", "language_or_format", "style"
+]
+"""What the rule is about, in the order criteria are checked: scope, safety and
+security before the rest, style last."""
+
+CONCERN_ORDER: tuple[str, ...] = (
+    "scope",
+    "safety",
+    "security",
+    "correctness",
+    "persona_fit",
+    "language_or_format",
+    "style",
+)
+
+ObjectText = Annotated[str, StringConstraints(min_length=3, max_length=140)]
+RuleText = Annotated[str, StringConstraints(min_length=3, max_length=200)]
+SourceId = Annotated[str, StringConstraints(min_length=1, max_length=80)]
 
 
-# A second "PASS if" / "FAIL if" inside one criterion, with the list numbering a small
-# model writes before it ("..., 14. PASS if ...").
-_RUN_ON = re.compile(r"(?:[,;.]\s*(?:\d{1,2}[.)]\s*)?|\s+\d{1,2}[.)]\s*)(?=(?:PASS|FAIL) if\b)")
+class CriterionForm(BaseModel):
+    """One check: the rule it comes from, and one claim about the response text."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    concern: Concern = Field(description="What the rule is about.")
+    rule: RuleText = Field(
+        description="The requirement sentence this criterion derives from, quoted from a document."
+    )
+    sources: list[SourceId] = Field(
+        min_length=1,
+        max_length=MAX_SOURCES,
+        description="The ids (in square brackets above) of the documents the rule comes from.",
+    )
+    verb: Verb = Field(description="What the response does with the object.")
+    object: ObjectText = Field(
+        description="What the response states, recommends, asks for, declines or holds back."
+    )
+
+    def render(self) -> str:
+        """The criterion as the judge reads it: "PASS if the response <verb> <object>."."""
+        return render(self.verb, self.object)
 
 
-def _split_run_on(text: str) -> list[str]:
-    """One criterion per "PASS if"/"FAIL if": a small model sometimes runs several into one
-    string until the length cap cuts it (seen from the local 1.5B model: the same criterion
-    repeated with ", 14.", ", 15." between). A split needs a separator before the second
-    "PASS if", so a criterion that merely quotes the words stays whole; the piece the
-    cap cut off (fewer than four words) is dropped, not judged.
+def render(verb: str, obj: str) -> str:
+    phrase = verb.replace("_", " ")
+    text = " ".join(obj.split()).rstrip(" .")
+    for prefix in ("the response ", "that the response "):
+        if text.lower().startswith(prefix):
+            text = text[len(prefix) :]
+    return f"PASS if the response {phrase} {text}."[:MAX_CRITERION_CHARS]
+
+
+def render_raw(raw: Any) -> str | None:
+    """A criterion of the model's raw JSON as text, before any check; None if it has no claim.
+
+    For the bench's fixed checkers, which count on what the model wrote.
     """
-    pieces = [p.strip(" ,;") for p in _RUN_ON.split(text) if p.strip(" ,;")]
-    if len(pieces) > 1 and len(pieces[-1].split()) < 4:
-        pieces = pieces[:-1]
-    return pieces
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, dict) and isinstance(raw.get("verb"), str):
+        return render(raw["verb"], str(raw.get("object", "")))
+    return None
 
 
 class OracleDraft(BaseModel):
@@ -50,41 +127,27 @@ class OracleDraft(BaseModel):
         max_length=300,
         description="The behaviour of the application this test checks, in one or two sentences.",
     )
+    in_scope: bool = Field(
+        alias="RequestInScope",
+        description="Whether the application's documents say it should answer this request.",
+    )
     expected_results: str = Field(
         alias="ExpectedResultsDescription",
         min_length=20,
         max_length=800,
         description="What a correct response does for this user, given the requirements.",
     )
-    criteria: list[CriterionText] = Field(
+    criteria: list[CriterionForm] = Field(
         alias="PassFailCriteria",
         min_length=1,
         max_length=MAX_CRITERIA,
-        description=(
-            "Checks that decide pass or fail, each one verifiable from the response text alone, "
-            "starting with PASS if or FAIL if."
-        ),
+        description="Checks that decide pass or fail, each a claim about the response text.",
     )
 
     @field_validator("criteria", mode="before")
     @classmethod
-    def _clean(cls, value: Any) -> Any:
-        """Blank, too short and repeated criteria are dropped before the bounds are checked.
-
-        One stray empty string should not cost a whole oracle; an oracle left with
-        no criterion still fails ``min_length=1``.
-        """
-        if not isinstance(value, list):
-            return value
-        seen: dict[str, Any] = {}
-        for raw in value:
-            if not isinstance(raw, str):
-                seen.setdefault(repr(raw), raw)  # let the type check reject it
-                continue
-            for text in _split_run_on(" ".join(raw.split())):
-                if len(text) >= MIN_CRITERION_CHARS:
-                    seen.setdefault(text.lower(), text)
-        cleaned = list(seen.values())
-        if len(value) <= MAX_CRITERIA < len(cleaned):
-            cleaned = cleaned[:MAX_CRITERIA]  # the excess came from splitting run-ons
-        return cleaned
+    def _cap(cls, value: Any) -> Any:
+        """A list longer than the cap keeps its first criteria rather than costing the oracle."""
+        if isinstance(value, list) and len(value) > MAX_CRITERIA:
+            return value[:MAX_CRITERIA]
+        return value

@@ -1,7 +1,9 @@
 """Writing and validating the oracle, then fanning it out into one judge request per criterion.
 
-Validation is the schema (``OracleDraft``): it must parse, and it must keep
-at least one usable criterion after blanks and repeats are dropped. The LLM
+Validation is the schema (``OracleDraft``, each criterion a constrained form)
+and then the fixed checks of ``reag.oracle.checks`` (citations of the shown
+documents, decidability, polarity, scope, repeats, order): at least one
+criterion must survive them. The LLM
 client already makes one repair attempt on broken JSON; an oracle that is
 still invalid is written once more from scratch (a second *generation*,
 which the paper's failure analysis suggests is often better than repairing a
@@ -17,6 +19,7 @@ from reag import metrics
 from reag.ids import criterion_id_for, oracle_id_for
 from reag.llm.base import StructuredOutputError, Usage
 from reag.llm.client import LLMClient
+from reag.oracle.checks import CheckCounts, CheckedCriterion, check_draft
 from reag.oracle.prompt import PromptLimits, build_messages, cited_evidence, used_documents
 from reag.oracle.schema import OracleDraft
 from reag.v1 import events_pb2 as pb
@@ -33,6 +36,8 @@ class OracleInvalidError(StructuredOutputError):
 @dataclass(frozen=True, slots=True)
 class WrittenOracle:
     draft: OracleDraft
+    criteria: list[CheckedCriterion]
+    counts: CheckCounts
     model: str
     attempts: int
     llm_calls: int
@@ -47,10 +52,11 @@ class OracleWriter:
     attempts: int = 2
     temperature: float = 0.0
     retry_temperature: float = 0.7
-    max_tokens: int = 900
+    max_tokens: int = 1400  # up to 7 criteria of five fields each
 
     async def write(self, interpretation: pb.Interpretation) -> WrittenOracle:
         messages = build_messages(interpretation, self.limits)
+        shown = [d.doc_id for d in used_documents(interpretation, self.limits)]
         last: StructuredOutputError | None = None
         calls = 0
         usage = Usage()
@@ -70,13 +76,24 @@ class OracleWriter:
                 calls += 2  # the first try and the client's repair attempt
                 continue
             calls += result.n_calls
+            usage = usage + result.usage
+            cost += result.cost_usd
+            checked = check_draft(result.value, shown)
+            if not checked.criteria:
+                last = StructuredOutputError(
+                    f"no criterion passed the oracle's checks ({checked.counts.as_dict()})",
+                    raw=result.raw,
+                )
+                continue
             return WrittenOracle(
                 result.value,
+                checked.criteria,
+                checked.counts,
                 self.client.model,
                 attempt,
                 calls,
-                usage + result.usage,
-                cost + result.cost_usd,
+                usage,
+                cost,
             )
         assert last is not None
         raise OracleInvalidError(
@@ -94,8 +111,13 @@ def oracle_event(interpretation: pb.Interpretation, written: WrittenOracle) -> p
         test_objective=written.draft.test_objective,
         expected_results=written.draft.expected_results,
         criteria=[
-            pb.Criterion(criterion_id=criterion_id_for(case_id, index), index=index, text=text)
-            for index, text in enumerate(written.draft.criteria)
+            pb.Criterion(
+                criterion_id=criterion_id_for(case_id, index),
+                index=index,
+                text=criterion.text,
+                source_doc_ids=criterion.sources,
+            )
+            for index, criterion in enumerate(written.criteria)
         ],
         model=written.model,
     )

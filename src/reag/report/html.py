@@ -85,6 +85,7 @@ class AttemptView:
 class CriterionView:
     criterion_id: str
     text: str
+    sources: list[str]  # the documents the criterion derives from
     label: str
     status: str
     tier: int
@@ -171,6 +172,7 @@ def _case(result: pb.Result, oracle: pb.Oracle | None) -> CaseView:
             CriterionView(
                 criterion_id=c.criterion.criterion_id,
                 text=c.criterion.text,
+                sources=list(c.criterion.source_doc_ids),
                 label=LABEL_NAMES.get(c.label, "-"),
                 status=criterion_status(c),
                 tier=c.tier,

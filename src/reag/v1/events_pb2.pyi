@@ -446,20 +446,28 @@ class Criterion(_message.Message):
     CRITERION_ID_FIELD_NUMBER: _builtins.int
     INDEX_FIELD_NUMBER: _builtins.int
     TEXT_FIELD_NUMBER: _builtins.int
+    SOURCE_DOC_IDS_FIELD_NUMBER: _builtins.int
     criterion_id: _builtins.str
     """derived: "<case_id>/c<index>" """
     index: _builtins.int
     text: _builtins.str
+    @_builtins.property
+    def source_doc_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The retrieved documents ("<kind>/<local id>") the criterion derives from, at most 2:
+        requirement -> criterion -> verdict traceability.
+        """
+
     def __init__(
         self,
         *,
         criterion_id: _builtins.str = ...,
         index: _builtins.int = ...,
         text: _builtins.str = ...,
+        source_doc_ids: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["criterion_id", b"criterion_id", "index", b"index", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["criterion_id", b"criterion_id", "index", b"index", "source_doc_ids", b"source_doc_ids", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -43,7 +43,7 @@ from reag.ledger.store import LedgerStore
 from reag.llm.accounting import Caller
 from reag.llm.base import InvalidRequestError, Message, RateLimitedError
 from reag.llm.client import LLMClient
-from reag.llm.scripted import FakeProvider
+from reag.llm.scripted import SCRIPTED_CLAIMS, FakeProvider, oracle_answer
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retriever, RetrieverConfig
@@ -97,15 +97,7 @@ class OracleScript:
             raise RateLimitedError("scripted: slow down")
         if any(REFUSE in m.content for m in messages):
             raise InvalidRequestError("scripted: the provider refuses this request")
-        return json.dumps(
-            {
-                "TestObjective": "Check that the advice fits the user's condition.",
-                "ExpectedResultsDescription": "The response flags what matters for this user.",
-                "PassFailCriteria": [
-                    f"PASS if check {i} holds for this user." for i in range(N_CRITERIA)
-                ],
-            }
-        )
+        return oracle_answer(messages, SCRIPTED_CLAIMS[:N_CRITERIA])
 
 
 def tier_client(tier: int, service: str) -> LLMClient:

@@ -30,7 +30,7 @@ from reag.judging.tier import JudgeTier
 from reag.ledger.store import LedgerStore
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.scripted import FakeProvider
+from reag.llm.scripted import SCRIPTED_CLAIMS, FakeProvider, oracle_answer
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retriever, RetrieverConfig
@@ -65,14 +65,8 @@ CANARY = "canary.otlp.e2e@example.org"
 N_CRITERIA = 2
 
 
-def oracle_script(_messages: Sequence[Message], _options: dict[str, Any]) -> str:
-    return json.dumps(
-        {
-            "TestObjective": "Check that the advice fits the user's condition.",
-            "ExpectedResultsDescription": "The response flags what matters for this user.",
-            "PassFailCriteria": [f"PASS if check {i} holds for this user." for i in range(2)],
-        }
-    )
+def oracle_script(messages: Sequence[Message], _options: dict[str, Any]) -> str:
+    return oracle_answer(messages, SCRIPTED_CLAIMS[:2])
 
 
 def sure_yes(_prompt: Any, _labels: Sequence[str]) -> dict[str, float]:

@@ -50,7 +50,7 @@ from reag.judging.prompt import RESPONSE_TAG
 from reag.ledger.store import LedgerStore
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.scripted import FakeProvider
+from reag.llm.scripted import SCRIPTED_CLAIMS, FakeProvider, oracle_answer
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retriever, RetrieverConfig
@@ -125,15 +125,12 @@ def reasoning_script(messages: Sequence[Message], options: dict[str, Any]) -> st
 
 def oracle_script(messages: Sequence[Message], _options: dict[str, Any]) -> str:
     """Within the oracle schema's length bounds, so the echo is stored, not refused."""
-    return json.dumps(
-        {
-            "TestObjective": f"Check the answer to: {_echo(messages, 250)}",
-            "ExpectedResultsDescription": f"It fits this user: {_echo(messages, 700)}",
-            "PassFailCriteria": [
-                f"PASS if check {i} holds for: {_echo(messages, 190)}" for i in range(N_CRITERIA)
-            ],
-        }
-    )
+    draft = json.loads(oracle_answer(messages, SCRIPTED_CLAIMS[:N_CRITERIA]))
+    draft["TestObjective"] = f"Check the answer to: {_echo(messages, 250)}"
+    draft["ExpectedResultsDescription"] = f"It fits this user: {_echo(messages, 700)}"
+    # The echo in the first criterion only: the same echo in each would make them repeats.
+    draft["PassFailCriteria"][0]["object"] = f"an answer to: {_echo(messages, 140)}"
+    return json.dumps(draft)
 
 
 def judge_script(prompt: Any, _labels: Sequence[str]) -> dict[str, float]:

@@ -7,7 +7,6 @@ letters, not what a model writes. Retrieval ranks with BM25 (no model).
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
@@ -20,7 +19,7 @@ from reag.elicitation.directory import PersonaDirectory
 from reag.ids import criterion_id_for, oracle_id_for
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.scripted import FakeProvider
+from reag.llm.scripted import SCRIPTED_CLAIMS, FakeProvider, oracle_answer
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retriever, RetrieverConfig
@@ -59,15 +58,7 @@ N_CRITERIA = 3
 def oracle_script(messages: Sequence[Message], _options: dict[str, Any]) -> str:
     if any(POISON in m.content for m in messages):
         return "{}"
-    return json.dumps(
-        {
-            "TestObjective": "Check that the advice fits the user's condition.",
-            "ExpectedResultsDescription": "The response flags what matters for this user.",
-            "PassFailCriteria": [
-                f"PASS if check {i} holds for this user." for i in range(N_CRITERIA)
-            ],
-        }
-    )
+    return oracle_answer(messages, SCRIPTED_CLAIMS[:N_CRITERIA])
 
 
 def traffic(
@@ -197,6 +188,9 @@ async def test_traffic_in_gives_interpretation_oracle_and_one_judge_request_per_
         assert request.evidence
         assert request.test_objective
         assert request.query
+        # Each criterion cites a document the oracle was shown (issue 24's traceability).
+        (source,) = request.criterion.source_doc_ids
+        assert source in {d.doc_id for i in interpretations for d in i.documents}
 
 
 async def test_each_kind_of_bad_input_is_dead_lettered_and_the_next_good_event_flows(

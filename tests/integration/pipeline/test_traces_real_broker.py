@@ -14,7 +14,6 @@ profile.
 from __future__ import annotations
 
 import itertools
-import json
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -35,7 +34,7 @@ from reag.ledger.store import LedgerStore
 from reag.llm.accounting import Caller
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
-from reag.llm.scripted import FakeProvider
+from reag.llm.scripted import SCRIPTED_CLAIMS, FakeProvider, oracle_answer
 from reag.llm.tracing import TRACER_NAME
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner
@@ -83,14 +82,8 @@ N_CRITERIA = 2
 TIER_MODELS = "fake:tier1,fake:tier2"
 
 
-def oracle_script(_messages: Sequence[Message], _options: dict[str, Any]) -> str:
-    return json.dumps(
-        {
-            "TestObjective": "Check that the advice fits the user's condition.",
-            "ExpectedResultsDescription": "The response flags what matters for this user.",
-            "PassFailCriteria": [f"PASS if check {i} holds." for i in range(N_CRITERIA)],
-        }
-    )
+def oracle_script(messages: Sequence[Message], _options: dict[str, Any]) -> str:
+    return oracle_answer(messages, SCRIPTED_CLAIMS[:N_CRITERIA])
 
 
 def unsure(_prompt: Any, _labels: Sequence[str]) -> dict[str, float]:

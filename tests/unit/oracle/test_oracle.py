@@ -13,18 +13,30 @@ from reag.llm.base import Message, StructuredOutputError
 from reag.llm.client import LLMClient
 from reag.llm.scripted import FakeProvider
 from reag.oracle.prompt import PromptLimits, build_messages, used_documents
-from reag.oracle.schema import MAX_CRITERIA, MAX_CRITERION_CHARS
+from reag.oracle.schema import MAX_CRITERIA, MAX_SOURCES
 from reag.oracle.writer import OracleInvalidError, OracleWriter, judge_requests, oracle_event
 from reag.v1 import events_pb2 as pb
 
+
+def form(verb: str, obj: str, sources: Sequence[str] = ("requirement/D0",), **extra: Any) -> Any:
+    return {
+        "concern": "correctness",
+        "rule": "Content of document 0.",
+        "sources": list(sources),
+        "verb": verb,
+        "object": obj,
+        **extra,
+    }
+
+
 GOOD = {
-    "TestObjective": "Check that the sugar and salt flags fit a diabetic user with hypertension.",
-    "ExpectedResultsDescription": "The response flags sugars per serving and advises on salt.",
+    "TestObjective": "Check that the answer gives the figures the user needs.",
+    "RequestInScope": True,
+    "ExpectedResultsDescription": "The response gives the amount per serving and a caution.",
     "PassFailCriteria": [
-        "PASS if sugars per serving are given in grams.",
-        "FAIL if no salt advice is given.",
-        "  fail if no salt advice is   given. ",
-        "   ",
+        form("states", "the amount per serving in grams"),
+        form("warns_about", "the limit for this user", ["D3"]),
+        form("warns_about", "the limit for this user", ["nfr/D3"]),  # a repeat
     ],
 }
 
@@ -138,17 +150,21 @@ def scripted(replies: list[str]) -> tuple[LLMClient, FakeProvider]:
     return LLMClient(provider), provider
 
 
-async def test_a_valid_oracle_is_cleaned_of_blank_and_repeated_criteria() -> None:
+async def test_a_valid_oracle_is_rendered_with_its_sources_and_repeats_dropped() -> None:
     client, provider = scripted([json.dumps(GOOD)])
     written = await OracleWriter(client).write(interpretation())
-    assert written.draft.criteria == [
-        "PASS if sugars per serving are given in grams.",
-        "FAIL if no salt advice is given.",
+    assert [(c.text, c.sources) for c in written.criteria] == [
+        ("PASS if the response states the amount per serving in grams.", ("requirement/D0",)),
+        # "D3" is the local part of a shown id, so it resolves.
+        ("PASS if the response warns about the limit for this user.", ("nfr/D3",)),
     ]
+    assert written.counts.duplicate == 1
     assert (written.attempts, written.llm_calls, len(provider.calls)) == (1, 1, 1)
     schema = provider.calls[0].options["json_schema"]
     assert schema["properties"]["PassFailCriteria"]["maxItems"] == MAX_CRITERIA
-    assert schema["properties"]["PassFailCriteria"]["items"]["maxLength"] == MAX_CRITERION_CHARS
+    item = schema["$defs"]["CriterionForm"]
+    assert item["properties"]["sources"]["maxItems"] == MAX_SOURCES
+    assert "does_not_state" in item["properties"]["verb"]["enum"]
 
 
 async def test_an_oracle_without_criteria_is_retried_once_then_accepted() -> None:
@@ -159,7 +175,7 @@ async def test_an_oracle_without_criteria_is_retried_once_then_accepted() -> Non
     assert written.llm_calls == 3
     # The retry is a new generation at a higher temperature, not a repeat.
     assert [c.options["temperature"] for c in provider.calls] == [0.0, 0.0, 0.7]
-    assert len(written.draft.criteria) == 2
+    assert len(written.criteria) == 2
 
 
 async def test_an_oracle_still_invalid_after_the_retry_raises_for_the_dead_letter() -> None:
@@ -179,9 +195,9 @@ async def test_one_judge_request_per_criterion_with_derived_ids_and_context() ->
     assert oracle.model == "fake:scripted"
     assert oracle.meta == event.meta
     assert oracle.interpretation == event
-    assert [(c.criterion_id, c.index) for c in oracle.criteria] == [
-        (criterion_id_for("demo-abc", 0), 0),
-        (criterion_id_for("demo-abc", 1), 1),
+    assert [(c.criterion_id, c.index, list(c.source_doc_ids)) for c in oracle.criteria] == [
+        (criterion_id_for("demo-abc", 0), 0, ["requirement/D0"]),
+        (criterion_id_for("demo-abc", 1), 1, ["nfr/D3"]),
     ]
     requests = judge_requests(oracle)
     assert [r.criterion for r in requests] == list(oracle.criteria)
@@ -196,29 +212,3 @@ async def test_one_judge_request_per_criterion_with_derived_ids_and_context() ->
         assert request.expected_results == GOOD["ExpectedResultsDescription"]
         assert [e.doc_id for e in request.evidence] == ["requirement/D0", "persona/D2", "nfr/D3"]
         assert not request.history
-
-
-def test_run_on_criteria_are_split_and_the_cut_off_piece_dropped() -> None:
-    """What the local 1.5B model wrote in a demo: one criterion repeated into the next,
-    numbered, until the length cap cut it."""
-    from reag.oracle.schema import OracleDraft
-
-    first = "PASS if the application provides the allergen alert first"
-    run_on = (
-        "PASS if the application quotes the wording on the pack, 14. PASS if the application "
-        "quotes the wording on the pack, 15. FAIL if the application ignores the allergy, "
-        "16. PASS if th"
-    )
-    draft = OracleDraft.model_validate(
-        {
-            "TestObjective": "Allergy advice for a cashew allergy.",
-            "ExpectedResultsDescription": "The response leads with the allergen alert.",
-            "PassFailCriteria": [first, run_on, "FAIL if it says PASS if you like it."],
-        }
-    )
-    assert draft.criteria == [
-        first,
-        "PASS if the application quotes the wording on the pack",
-        "FAIL if the application ignores the allergy",
-        "FAIL if it says PASS if you like it.",  # a quoted "PASS if" is no separator
-    ]

@@ -75,11 +75,21 @@ CORPUS = [
 ]
 ORACLE = {
     "TestObjective": "Check the potassium flag for a dialysis user.",
+    "RequestInScope": True,
     "ExpectedResultsDescription": "The response flags high potassium and advises care.",
     "PassFailCriteria": [
-        "PASS if a High potassium flag is shown.",
-        "FAIL if the drink is recommended without a potassium warning.",
-        "PASS if the renal team is mentioned.",
+        {
+            "concern": "safety",
+            "rule": "The app flags potassium above 200 mg per portion for dialysis users.",
+            "sources": ["requirement/FR-1"],
+            "verb": verb,
+            "object": obj,
+        }
+        for verb, obj in (
+            ("states", "a High potassium flag"),
+            ("warns_about", "drinking it without checking with the renal team"),
+            ("refers_the_user_to", "their renal dietitian"),
+        )
     ],
 }
 
@@ -338,6 +348,7 @@ async def test_oracle_publishes_the_oracle_and_one_judge_request_per_criterion()
         criterion_id_for("c1", i) for i in range(3)
     ]
     assert all(r.n_criteria == 3 and r.evidence[0].doc_id == "requirement/FR-1" for r in requests)
+    assert all(list(r.criterion.source_doc_ids) == ["requirement/FR-1"] for r in requests)
     (letter,) = sink.got[DLQ]
     assert letter.error_type == "llm_output_invalid"
     assert pb.Interpretation.FromString(letter.value).meta.case_id == "c2"

@@ -1,0 +1,194 @@
+"""Fixed checks from a drafted oracle to the criteria that are judged (issue 24).
+
+The draft's form already limits a criterion to one claim about the response
+text; these checks need what the form cannot hold, the documents the oracle
+was shown, and apply the same rules on every app:
+
+- **citations**: a criterion's sources must be documents the oracle saw
+  (an id as shown, or its local part); one that cites none of them is dropped;
+- **decidable**: a claim about the interface, a purchase flow, stored data,
+  messages sent or what happens later cannot be read in a response and is dropped;
+- **polarity from the rule**: a rule with a forbidding modal ("must not",
+  "never", "shall not", "do not" ...) yields a negative claim; a positive verb
+  with a negative counterpart is turned into it ("states" -> "does not state");
+- **scope**: when the draft says the request is out of scope, a criterion for
+  answering it (a positive claim whose concern is not scope, safety or security)
+  is dropped, what the response must hold back stays, and one criterion says
+  that the response declines it;
+- **no near-duplicates**: a criterion whose content words overlap an earlier one's
+  by a Jaccard index of ``DUPLICATE_JACCARD`` or more is dropped (token overlap
+  rather than the embedding kernel: the oracle service loads no embedding model);
+- **order**: scope, safety and security before correctness, persona fit,
+  language and format, and style (``CONCERN_ORDER``), stable within a concern.
+
+Every drop and change is counted in ``CheckCounts``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from reag.oracle.schema import (
+    CONCERN_ORDER,
+    MAX_SOURCES,
+    NEGATION,
+    NEGATIVE_VERBS,
+    CriterionForm,
+    OracleDraft,
+    render,
+)
+
+DUPLICATE_JACCARD = 0.6
+"""Content-word overlap from which two criteria of a case are near-duplicates (the bench's)."""
+
+FORBIDDING = re.compile(
+    r"\b(must not|mustn't|shall not|shan't|should not|shouldn't|may not|cannot|can't|"
+    r"never|do not|don't|does not|doesn't|is not allowed|are not allowed|not permitted|"
+    r"prohibited|forbidden)\b",
+    re.IGNORECASE,
+)
+
+UNDECIDABLE = re.compile(
+    r"\b(user interface|ui|button|screen|click|colou?r|font|icon|layout|"
+    r"purchase flow|completes? the purchase|checkout|basket|cart|payment flow|proceed with|"
+    r"allows? the user to|database|stored|"
+    r"logs?|logged|sends? (?:an? )?(?:e-?mail|message|sms|text)|notification|"
+    r"latency|within \d+ ?(?:s|ms|seconds)|next time|follow[- ]up|remembers?)\b",
+    re.IGNORECASE,
+)
+"""Claims about what is not in a response's text (a fixed list, so counts compare)."""
+
+SCOPE_KEPT = frozenset({"scope", "safety", "security"})
+DECLINE_OBJECT = "the request, as outside what the application is for"
+
+_STOP_WORDS = """a an the and or of to in on for with is are be it its this that if pass fail
+response user application app does not do any as by at from their they them"""
+_STOP = frozenset(_STOP_WORDS.split())
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedCriterion:
+    """A criterion as judged: its rendered text and the documents it derives from."""
+
+    text: str
+    sources: tuple[str, ...]
+    concern: str
+    verb: str
+
+
+@dataclass
+class CheckCounts:
+    """What the checks dropped or changed in one draft."""
+
+    uncited: int = 0
+    undecidable: int = 0
+    duplicate: int = 0
+    polarity_fixed: int = 0
+    out_of_scope_dropped: int = 0
+    decline_added: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass
+class Checked:
+    criteria: list[CheckedCriterion] = field(default_factory=list)
+    counts: CheckCounts = field(default_factory=CheckCounts)
+
+
+def forbids(rule: str) -> bool:
+    """Whether a requirement sentence forbids something (a forbidding modal word)."""
+    return bool(FORBIDDING.search(rule))
+
+
+def resolve_sources(cited: Iterable[str], shown: Sequence[str]) -> tuple[str, ...]:
+    """The shown document ids a criterion's citations name, at most ``MAX_SOURCES``.
+
+    A small model writes "FR-01" or "[requirement/FR-01]" for "requirement/FR-01":
+    the full id and its local part both resolve, case-insensitively.
+    """
+    by_name: dict[str, str] = {}
+    for doc_id in shown:
+        by_name.setdefault(doc_id.lower(), doc_id)
+        by_name.setdefault(doc_id.split("/", 1)[-1].lower(), doc_id)
+    out: list[str] = []
+    for raw in cited:
+        found = by_name.get(raw.strip().strip("[]()").strip().lower())
+        if found and found not in out:
+            out.append(found)
+    return tuple(out[:MAX_SOURCES])
+
+
+def content_words(text: str) -> frozenset[str]:
+    return frozenset(w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP)
+
+
+def near_duplicate(text: str, earlier: Iterable[str], threshold: float = DUPLICATE_JACCARD) -> bool:
+    mine = content_words(text)
+    for other in earlier:
+        words = content_words(other)
+        union = mine | words
+        if union and len(mine & words) / len(union) >= threshold:
+            return True
+    return False
+
+
+def _polarity(form: CriterionForm, counts: CheckCounts) -> str:
+    if forbids(form.rule) and form.verb not in NEGATIVE_VERBS and form.verb in NEGATION:
+        counts.polarity_fixed += 1
+        return NEGATION[form.verb]
+    return form.verb
+
+
+def _decline_sources(draft: OracleDraft, shown: Sequence[str]) -> tuple[str, ...]:
+    """What a declining criterion cites: the draft's scope sources, else the first
+    non-persona document it cited (the rule the answered request broke)."""
+    scope = resolve_sources(
+        (s for f in draft.criteria if f.concern == "scope" for s in f.sources), shown
+    )
+    if scope:
+        return scope
+    cited = resolve_sources((s for f in draft.criteria for s in f.sources), shown)
+    rules = [c for c in cited if not c.startswith("persona/")]
+    return tuple((rules or list(cited))[:1])
+
+
+def check_draft(draft: OracleDraft, shown: Sequence[str]) -> Checked:
+    """The draft's criteria after the fixed checks, in checking order (module docstring)."""
+    out = Checked()
+    counts = out.counts
+    kept: list[CheckedCriterion] = []
+    for form in draft.criteria:
+        sources = resolve_sources(form.sources, shown)
+        if not sources:
+            counts.uncited += 1
+            continue
+        if UNDECIDABLE.search(form.object):
+            counts.undecidable += 1
+            continue
+        verb = _polarity(form, counts)
+        if not draft.in_scope and form.concern not in SCOPE_KEPT and verb not in NEGATIVE_VERBS:
+            counts.out_of_scope_dropped += 1
+            continue
+        text = render(verb, form.object)
+        if near_duplicate(text, (c.text for c in kept)):
+            counts.duplicate += 1
+            continue
+        kept.append(CheckedCriterion(text, sources, form.concern, verb))
+    if not draft.in_scope and not any(c.verb == "declines" for c in kept):
+        scope_sources = _decline_sources(draft, shown)
+        if scope_sources:
+            counts.decline_added += 1
+            decline = CriterionForm(
+                concern="scope",
+                rule="out of scope",
+                sources=list(scope_sources),
+                verb="declines",
+                object=DECLINE_OBJECT,
+            )
+            kept.insert(0, CheckedCriterion(decline.render(), scope_sources, "scope", "declines"))
+    out.criteria = sorted(kept, key=lambda c: CONCERN_ORDER.index(c.concern))
+    return out
