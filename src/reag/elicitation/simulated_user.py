@@ -1,11 +1,11 @@
 """The simulated-user agent A_user (REAG 3.1): realistic users within real persona categories.
 
 Manually collecting profiles that cover the variation inside each persona
-category (other medicines, other conditions, another life stage) is too
+category (other circumstances, other constraints, another life stage) is too
 expensive, so an LLM writes them. It is grounded three ways, as the paper
 prescribes: the user belongs to a category taken from the app's own persona
-documents; the user asks a real user query (whose attachment, the nutrition
-app's food label, is carried over verbatim) — the intention combines that
+documents; the user asks a real user query (whose attachment, such as a
+photo's text, is carried over verbatim) — the intention combines that
 real query with the generated profile and situation (REAG 3.1), and only with
 ``paraphrase=True`` does the agent rewrite the query in the user's voice; and
 a few sampled categories and real queries are shown as examples of how real
@@ -46,7 +46,7 @@ class SimulatedProfileDraft(BaseModel):
     profile: str = Field(
         min_length=10,
         max_length=400,
-        description="Who this person is: age, conditions, medicines, goals, habits.",
+        description="Who this person is: age, circumstances, constraints, goals, habits.",
     )
     situation: str = Field(
         min_length=20,
@@ -72,11 +72,11 @@ on realistic requests. The application:
 
 For each request you invent one person who belongs to the persona category you are given,
 and write {n_things} things:
-- profile: who the person is (age, health conditions, medicines, goals, habits, work
-  pattern), with details that vary inside the category: another medicine, a second
-  condition, a different life stage;
+- profile: who the person is (age, circumstances, constraints, goals, habits, work
+  pattern), with details that vary inside the category: another constraint, a second
+  need, a different life stage;
 - situation: the moment they open the application, in two or three sentences in the third
-  person: where they are, what they are about to eat or buy, what is on their mind{query_rule}
+  person: where they are, what they are about to do, what is on their mind{query_rule}
 Stay inside the category. Do not copy an example, give no advice, and never mention tests or
 simulation. {data_note}
 Reply with one JSON object with the keys {keys}."""

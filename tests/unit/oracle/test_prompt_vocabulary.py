@@ -88,11 +88,6 @@ def test_no_prompt_module_holds_a_domain_word(module: Path, vocabulary: list[str
     assert not found, f"{module.name} speaks the example's domain: {found}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the simulated user's prompt lists 'medicines' and names nutrition (reported, "
-    "not this change's module)",
-)
 def test_the_simulated_users_prompt_holds_no_domain_word(vocabulary: list[str]) -> None:
     module = ROOT / "src" / "reag" / "elicitation" / "simulated_user.py"
     assert not (set(vocabulary) - REAG_WORDS) & set(words(module.read_text()))
