@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from bench.case_sets import CASE_FILES, HELD_OUT, Case, load_case_set
+from reag.fit_defaults import DEFAULT_DELTA, LOCAL_ALPHA
 
 if TYPE_CHECKING:
     from reag.corpus.model import Document
@@ -68,8 +69,9 @@ DUPLICATE_JACCARD = 0.6
 """Content-word overlap from which two criteria of a case count as near-duplicates."""
 RAW_THRESHOLD = 0.5
 JUDGE_N, JUDGE_K = 1, 3
-ALPHA, DELTA = 0.1, 0.1
-"""Risk level and failure probability of the cross-fitted thresholds (the calibrator's)."""
+ALPHA, DELTA = LOCAL_ALPHA, DEFAULT_DELTA
+"""Risk level and failure probability of the cross-fitted thresholds: the demo's α, the one
+the local judge meets on the example (at the calibrator's 0.1 it accepts nothing)."""
 
 # Criteria the response text cannot decide: the interface, a purchase or payment flow, how
 # things look, what the app or user does later, speed. A fixed list, so counts compare.

@@ -57,6 +57,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from reag.calibration import clopper_pearson_interval
+from reag.fit_defaults import DEFAULT_DELTA, LOCAL_ALPHA
 from reag.v1 import events_pb2 as pb
 
 if TYPE_CHECKING:
@@ -69,8 +70,8 @@ ATTACKS = ROOT / "examples" / "nutrition" / "redteam" / "attacks.yaml"
 LABELS = ROOT / "examples" / "nutrition" / "calibration.jsonl"
 SCORES = ROOT / "examples" / "nutrition" / "scores"
 INJECTION_SCORES = SCORES / "injection"
-ALPHA = 0.30
-DELTA = 0.10
+ALPHA = LOCAL_ALPHA
+DELTA = DEFAULT_DELTA
 GOAL = 0.05
 ITEMS = 10
 CONTROL = "control"

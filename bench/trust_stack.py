@@ -38,6 +38,7 @@ from pathlib import Path
 
 from sqlalchemy import delete
 
+from reag.fit_defaults import LOCAL_ALPHA
 from reag.review.labels import Decision
 from reag.v1 import events_pb2 as pb
 
@@ -117,9 +118,7 @@ async def _calibrate_on_rest(
             )
             if report is not None:
                 print(f"  {report.line()}", flush=True)
-        result = await calibrate_app(
-            store, app, judges, FitSpec(alpha=alpha, delta=0.1), trigger="cli"
-        )
+        result = await calibrate_app(store, app, judges, FitSpec(alpha=alpha), trigger="cli")
     finally:
         for client in clients:
             await client.aclose()
@@ -217,7 +216,7 @@ async def _main(state_dir: Path) -> int:
     app = "nutrition"
     held_out = int(_env("REAG_BENCH_TRUST_STACK_ITEMS", "40"))
     rate = float(_env("REAG_BENCH_TRUST_STACK_AUDIT_RATE", "0.2"))
-    alpha = float(_env("REAG_BENCH_TRUST_STACK_ALPHA", "0.30"))
+    alpha = float(_env("REAG_BENCH_TRUST_STACK_ALPHA", str(LOCAL_ALPHA)))
     seed = int(_env("REAG_BENCH_SEED", "0"))
     for name, port in PORTS.items():
         os.environ.setdefault(name, port)

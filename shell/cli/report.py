@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from reag.fit_defaults import DEFAULT_DELTA
 from shell.cli.results import (
     ApiOption,
     AppOption,
@@ -91,7 +92,9 @@ def report(
     alphas: Annotated[
         str, typer.Option("--alphas", help="With --scores: START:STOP:STEP or a comma list.")
     ] = "0.10:0.40:0.02",
-    delta: Annotated[float, typer.Option("--delta", help="With --scores: the sweep's δ.")] = 0.1,
+    delta: Annotated[
+        float, typer.Option("--delta", help="With --scores: the sweep's δ.")
+    ] = DEFAULT_DELTA,
     tier_costs: Annotated[
         str,
         typer.Option("--tier-costs", help="With --scores: relative cost per call of each tier."),

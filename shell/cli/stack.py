@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from reag.fit_defaults import DEFAULT_DELTA, LOCAL_ALPHA
 from shell.kafka_io.topics import ensure_topics_at
 from shell.stack import supervisor
 
@@ -62,10 +63,10 @@ def demo(  # noqa: PLR0917 - typer maps each option to one parameter
         typer.Option(
             "--alpha",
             help="Risk tolerance α (the local cascade meets 0.30 on the example; hosted 0.15).",
-            show_default="0.30",
+            show_default=str(LOCAL_ALPHA),
         ),
     ] = None,
-    delta: Annotated[float, typer.Option("--delta", help="Failure probability δ.")] = 0.10,
+    delta: Annotated[float, typer.Option("--delta", help="Failure probability δ.")] = DEFAULT_DELTA,
     timeout_s: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait for the cases.")
     ] = 3600.0,

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from reag.fit_defaults import DEFAULT_ALPHA, DEFAULT_DELTA
+
 if TYPE_CHECKING:
     from reag.trust.monitor import TrustReport
 
@@ -121,10 +123,10 @@ def trust(
     ] = None,
     alpha: Annotated[
         float, typer.Option("--alpha", help="α for apps with no thresholds yet.")
-    ] = 0.1,
+    ] = DEFAULT_ALPHA,
     delta: Annotated[
         float, typer.Option("--delta", help="δ for apps with no thresholds yet.")
-    ] = 0.1,
+    ] = DEFAULT_DELTA,
 ) -> None:
     """Show per tier and overall: audits, disagreements, the live risk bound vs α, its state
     (insufficient / within / exceeded) and drift from the calibration set."""

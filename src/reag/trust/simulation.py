@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from reag.calibration.fixed_sequence import fit_threshold
+from reag.fit_defaults import DEFAULT_ALPHA, DEFAULT_DELTA
 from reag.trust.sequence import ALTERNATIVES, change_weight
 
 LOW = 0.5
@@ -28,8 +29,8 @@ LOW = 0.5
 class Scenario:
     """What a run simulates; every figure the bench prints names these."""
 
-    alpha: float = 0.1
-    delta: float = 0.1
+    alpha: float = DEFAULT_ALPHA
+    delta: float = DEFAULT_DELTA
     n_audits: int = 4000  # the stream, counted in audits (criteria = audits / audit_rate)
     audit_rate: float = 0.02
     threshold: float = 0.8  # λ in force; it accepts 40 % of criteria
