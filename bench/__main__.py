@@ -28,6 +28,7 @@ MODULES = (
     "bench.injection",
     "bench.cases",
     "bench.injection_detector",
+    "bench.decidability",
 )
 
 

@@ -46,8 +46,8 @@ def build_router(settings: JudgeSettings, tier: JudgeTier) -> KafkaRouter:
             emits.append(Emit(VERDICTS + suffix, step.verdict, key))
         if step.escalation is not None:
             emits.append(Emit(onward, step.escalation, key))
-        if step.abstain is not None:
-            emits.append(Emit(onward, step.abstain, key))
+        if step.abstain is not None:  # the last tier's doubts, or a guard at any tier
+            emits.append(Emit(ABSTAINS + suffix, step.abstain, key))
         return emits
 
     @consume(

@@ -118,6 +118,12 @@ JUDGE_DECISIONS = Counter(
     "What a tier did: accepted, escalated or abstained.",
     ["tier", "app", "decision"],
 )
+JUDGE_GUARDED = Counter(
+    "reag_judge_guarded_total",
+    "Criteria a tier abstained on before any model call, by guard reason "
+    "(suspected_injection, content_free, undecidable; reag.judging.guards).",
+    ["tier", "app", "reason"],
+)
 JUDGE_VERDICTS = Counter(
     "reag_judge_verdicts_total",
     "Accepted verdicts by label (the verdict mix).",

@@ -156,3 +156,20 @@ def next_step(
         cumulative_cost_usd=cumulative,
     )
     return Step("abstained", attempt, cumulative, abstain=abstain)
+
+
+def guarded_step(request: pb.JudgeRequest, *, tier: int, model: str, reason: str) -> Step:
+    """Abstain before any model call: a deterministic guard (``reag.judging.guards``) said
+    the criterion must not be judged. ``reason`` starts with its ``slug:`` (fixed words
+    only). The copy is never an audit: a reviewed label of it would otherwise count as an
+    exchangeable (``audit``) calibration label, and these items are not exchangeable."""
+    attempt = pb.TierAttempt(tier=tier, model=model, method="guard")
+    carried = pb.JudgeRequest()
+    carried.CopyFrom(request)
+    carried.audit = False
+    carried.history.append(attempt)
+    cumulative = sum(a.cost_usd for a in carried.history)
+    abstain = pb.Abstain(
+        meta=request.meta, request=carried, reason=reason, cumulative_cost_usd=cumulative
+    )
+    return Step("abstained", attempt, cumulative, abstain=abstain)

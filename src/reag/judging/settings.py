@@ -58,6 +58,14 @@ class CascadeSettings(ReagSettings):
             "REAG_LLM_SAMPLING_N."
         ),
     )
+    undecidable_guard: bool = Field(
+        default=True,
+        description=(
+            "Abstain (reason 'undecidable') on a criterion the response text cannot decide "
+            "(reag.decidability), before any model call. On by default: it flags 1 of the 233 "
+            "expert-labelled nutrition criteria (0.4 %, at most 3 % allowed; docs/cascade.md)."
+        ),
+    )
 
     @field_validator("tier_annotators")
     @classmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from reag import metrics
 from reag.judging.cascade import Step
+from reag.judging.guards import slug
 from reag.judging.judge import Judgement
 from reag.v1 import events_pb2 as pb
 
@@ -28,6 +29,15 @@ def observe_step(app: str, tier: int, judgement: Judgement, step: Step) -> None:
     metrics.JUDGE_LATENCY.labels(t).observe(judgement.latency_s)
     if step.decision not in ("escalated", "audited"):
         metrics.CRITERION_COST.labels(step.decision).observe(step.cumulative_cost_usd)
+
+
+def observe_guard(app: str, tier: int, step: Step) -> None:
+    """A guard abstained before any model call: the decision, and its reason slug."""
+    t = str(tier)
+    metrics.JUDGE_DECISIONS.labels(t, app, step.decision).inc()
+    reason = step.abstain.reason if step.abstain is not None else ""
+    metrics.JUDGE_GUARDED.labels(t, app, slug(reason)).inc()
+    metrics.CRITERION_COST.labels(step.decision).observe(step.cumulative_cost_usd)
 
 
 def observe_refusal(app: str, tier: int, *, refused: bool) -> None:

@@ -18,14 +18,16 @@ import logging
 from collections.abc import Callable, Iterable
 
 from reag.calibration.store import CalibrationStore
-from reag.judging.cascade import Step, next_step
+from reag.judging.cascade import Step, guarded_step, next_step
 from reag.judging.decision import ThresholdBook, threshold_key
 from reag.judging.exemplars import AnnotatorSets, draw_annotator_sets
+from reag.judging.guards import guard_reason
 from reag.judging.identity import refusal
 from reag.judging.judge import TierJudge
 from reag.judging.pinning import pinned_annotator_sets
 from reag.judging.settings import CascadeSettings
 from reag.judging.telemetry import (
+    observe_guard,
     observe_refusal,
     observe_request,
     observe_step,
@@ -83,6 +85,17 @@ class JudgeTier:
         if tier == 1 and not request.history:
             request.audit = self.audit(request.criterion.criterion_id)
         observe_request(app, tier)
+        guarded = guard_reason(request, check_decidable=self.settings.undecidable_guard)
+        if guarded is not None:
+            step = guarded_step(request, tier=tier, model=self.client.model, reason=guarded)
+            observe_guard(app, tier, step)
+            log.info(
+                "%s: %s abstained before the model: %s",
+                self.name,
+                request.criterion.criterion_id,
+                guarded,
+            )
+            return step
         judge = await self.judge_for(app)
         threshold = self.usable_threshold(app, judge)
         if self._first_sight(app):

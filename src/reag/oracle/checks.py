@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from reag.decidability import UNDECIDABLE
 from reag.oracle.schema import (
     CONCERN_ORDER,
     MAX_SOURCES,
@@ -50,15 +51,6 @@ FORBIDDING = re.compile(
     re.IGNORECASE,
 )
 
-UNDECIDABLE = re.compile(
-    r"\b(user interface|ui|button|screen|click|colou?r|font|icon|layout|"
-    r"purchase flow|completes? the purchase|checkout|basket|cart|payment flow|proceed with|"
-    r"allows? the user to|database|stored|"
-    r"logs?|logged|sends? (?:an? )?(?:e-?mail|message|sms|text)|notification|"
-    r"latency|within \d+ ?(?:s|ms|seconds)|next time|follow[- ]up|remembers?)\b",
-    re.IGNORECASE,
-)
-"""Claims about what is not in a response's text (a fixed list, so counts compare)."""
 
 SCOPE_KEPT = frozenset({"scope", "safety", "security"})
 DECLINE_OBJECT = "the request, as outside what the application is for"
