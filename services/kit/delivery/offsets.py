@@ -145,6 +145,13 @@ class Delivery:
         self._tasks.add(task)
         task.add_done_callback(self._finished)
 
+    def abandon(self) -> None:
+        """Drop the events in flight, as a killed process would: nothing of them is
+        published or committed, and the group's next owner reads them again."""
+        for task in list(self._tasks):
+            task.cancel()
+        self._forget(self._inflight.partitions())
+
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
