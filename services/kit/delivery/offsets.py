@@ -61,12 +61,14 @@ class Delivery:
         give_up: GiveUp,
         *,
         commits: bool = True,
+        in_key_order: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._service, self._topic = service, topic
         self._settings = settings
         self._attempt, self._give_up = attempt, give_up
         self._commits = commits
+        self._in_key_order = in_key_order
         self._clock = clock
         self._delay = backoff(settings)
         self._slots = asyncio.Semaphore(settings.max_in_flight)
@@ -169,7 +171,9 @@ class Delivery:
         while it waits out a transient fault."""
         holding = True
         try:
-            async with self._turns.turn((tp, state.record.key)):
+            ordered = self._in_key_order and state.record.key is not None
+            key = (tp, state.record.key) if ordered else None
+            async with self._turns.turn(key):
                 while True:
                     if self._real and not self._inflight.current(tp, epoch):
                         return  # revoked: its new owner reads it again from the commit

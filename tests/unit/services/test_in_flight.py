@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from aiokafka import TopicPartition
 
 from services.kit.delivery import Delivery
@@ -156,3 +157,29 @@ async def test_a_later_event_done_first_is_not_committed_past_an_earlier_one() -
     slow.set()
     assert await until(lambda: flow.in_flight == 0, 5)
     assert [arg for call, arg in consumer.calls if call == "commit"] == [4]
+
+
+@pytest.mark.parametrize(("in_key_order", "expected_peak"), [(True, 1), (False, 3)])
+async def test_one_keys_events_wait_their_turn_unless_declared_independent(
+    in_key_order: bool, expected_peak: int
+) -> None:
+    running: set[int] = set()
+    peak = {"n": 0}
+    release = asyncio.Event()
+
+    async def attempt(record: Any, may_park: bool) -> Any:
+        running.add(record.offset)
+        peak["n"] = max(peak["n"], len(running))
+        await release.wait()
+        running.discard(record.offset)
+        return "processed"
+
+    consumer = RecordingConsumer({TP})
+    flow = Delivery("svc-order", "t", FAST, attempt, never_gives_up, in_key_order=in_key_order)
+    for offset in range(3):
+        await flow.handle(Record(offset, "demo"), consumer)  # one key: b"k"
+    await asyncio.sleep(0.05)
+    release.set()
+    assert await until(lambda: flow.in_flight == 0, 5)
+    assert peak["n"] == expected_peak
+    assert [arg for call, arg in consumer.calls if call == "commit"][-1] == 3
