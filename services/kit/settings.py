@@ -81,7 +81,7 @@ class DeliverySettings(BaseModel):
     (docs/pipeline.md, "Delivery")."""
 
     max_in_flight: int = Field(
-        default=16,
+        default=64,
         ge=1,
         description=(
             "Events one consumer (one topic of one replica) handles at once; events with the "
