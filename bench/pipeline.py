@@ -15,17 +15,33 @@ The scripted model answers in no time, so this is reag's own overhead: decoding,
 validation, the store, the model server's HTTP hops, logging. The machine's
 load average is printed with the numbers; other work on these shared cores
 moves them.
+
+Then the same stack at hosted-model latencies (issue 27): the scripted model waits
+``--latencies`` seconds per call in each calling client (REAG_LLM_SCRIPTED_LATENCY_S),
+and every service runs with ``--in-flight`` events at once (REAG_DELIVERY__MAX_IN_FLIGHT,
+REAG_LLM_CONCURRENCY alike), "before" (1, one event at a time) and "after" in the same
+run on the same broker: the services are restarted between settings, the broker is
+not. Each row prints judged criteria per second (one replica of each service), the
+ideal for that latency and limit, and the ratio. The ideal at 0 s is the relays'
+rate; at a latency L it is F / L, the judge's bound with F calls in flight and one
+call per criterion (one annotator, tier 1 accepts): a stage with more calls per
+criterion (the retriever's document checks) binds first. ``--replicas`` adds rows at
+the largest latency with that many replicas of the judge (the slowest stage at one
+call per criterion).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
+import signal
 import tempfile
 import time
 import uuid
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -42,25 +58,53 @@ from services.kit.topology import (
     TRAFFIC,
     VERDICTS,
 )
+from shell.stack.ports import free_port
 
 RELAY_CASES = 2000
 TOPICS = (TRAFFIC, INTENTIONS, INTERPRETATIONS, ORACLES, JUDGE_TIER[1], VERDICTS, RESULTS)
 
 
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench pipeline", description=__doc__)
-    parser.add_argument("--cases", type=int, default=300)
-    parser.add_argument("--kernel", default="icralm", help="REAG_RETRIEVAL__KERNEL.")
+    parser.add_argument("--cases", type=int, default=150)
+    parser.add_argument("--kernel", default="rrf", help="REAG_RETRIEVAL__KERNEL.")
+    parser.add_argument(
+        "--latencies", type=_floats, default=[0.0, 0.2, 1.0], help="Seconds per model call."
+    )
+    parser.add_argument(
+        "--in-flight", type=_ints, default=[1, 64], help="REAG_DELIVERY__MAX_IN_FLIGHT values."
+    )
+    parser.add_argument(
+        "--before-s",
+        type=float,
+        default=90.0,
+        help="Rough seconds for an in-flight-1 row at a latency: fewer cases there.",
+    )
+    parser.add_argument(
+        "--replicas", type=_ints, default=[], help="Judge replicas at the largest latency."
+    )
+    parser.add_argument("--warm", type=int, default=5, help="Warm-up cases before measuring.")
     return parser.parse_args(argv)
 
 
-async def reag_rate(stack: ChaosStack, n_cases: int) -> tuple[float, int, dict[str, int]]:
+async def reag_rate(
+    stack: ChaosStack, n_cases: int, n_warm: int
+) -> tuple[float, int, dict[str, int]]:
     """(judged criteria per second, criteria per case, mean bytes per event per topic)."""
     async with Watcher(stack.bootstrap) as watcher:
-        # One warm-up case per seed query fills the ICRALM score cache, as in steady state.
-        warm = [f"warm-{uuid.uuid4().hex[:6]}-{i:02d}" for i in range(50)]
-        await stack.send(warm)
-        await watcher.wait_ended(set(warm), timeout_s=900)
+        # Warm-up cases fill the caches (ICRALM scores, corpus, thresholds), as in steady state.
+        warm = [f"warm-{uuid.uuid4().hex[:6]}-{i:02d}" for i in range(n_warm)]
+        if warm:
+            await stack.send(warm)
+            await watcher.wait_ended(set(warm), timeout_s=900)
         cases = [f"bench-{uuid.uuid4().hex[:6]}-{i:05d}" for i in range(n_cases)]
         sent = time.time()
         await stack.send(cases)
@@ -177,24 +221,115 @@ class Relay:
         return n_cases * self.per_case / elapsed
 
 
+@dataclass(frozen=True)
+class Row:
+    latency_s: float
+    in_flight: int
+    replicas: int
+    cases: int
+    rate: float
+    peak_rss_mib: float
+
+
+def _rss_mib(pid: int) -> float:
+    """Resident memory of one process (Linux), MiB; 0 where /proc is not there."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def reconfigure(stack: ChaosStack, latency_s: float, in_flight: int, judges: int) -> None:
+    """Restart every service but the broker and the model server with these settings."""
+    stack.env.update(
+        {
+            "REAG_LLM_SCRIPTED_LATENCY_S": str(latency_s),
+            "REAG_DELIVERY__MAX_IN_FLIGHT": str(in_flight),
+            # A hosted model takes many calls at once: neither the client's limit nor the
+            # retriever's document checks (4 at once per process by default) may be what
+            # binds, or the row measures them instead of delivery.
+            "REAG_LLM_CONCURRENCY": str(max(8, 8 * in_flight)),
+            "REAG_REASONING_CONCURRENCY": str(max(4, 8 * in_flight)),
+        }
+    )
+    extra = [n for n in stack.specs if n.startswith("judge-tier1-r")]
+    for name in [n for n in stack.services if n != "model-server"]:
+        if name in stack.procs and stack.procs[name].poll() is None:
+            stack.kill(name, signal.SIGTERM)
+    for name in extra:
+        del stack.specs[name]
+        stack.procs.pop(name, None)
+    base = next(n for n in stack.specs if n.startswith("judge") and "1" in n)
+    for i in range(1, judges):
+        spec = dataclasses.replace(stack.specs[base], name=f"judge-tier1-r{i}", port=free_port())
+        stack.specs[spec.name] = spec
+    todo = [n for n in stack.services if n != "model-server"]
+    for name in todo:
+        stack.spawn(name)
+    stack.wait_healthy(todo)
+
+
+def _cases_for(args: argparse.Namespace, latency_s: float, in_flight: int) -> int:
+    cases: int = args.cases
+    if latency_s <= 0 or in_flight > 1:
+        return cases
+    # One event at a time: a case costs several calls' latency per stage.
+    before_s: float = args.before_s
+    return max(10, min(cases, round(before_s / (latency_s * 6))))
+
+
 async def measure(args: argparse.Namespace, workdir: Path) -> None:
-    with chaos_stack(StackOptions(workdir=workdir, kernel=args.kernel)) as stack:
+    rows: list[Row] = []
+    # Six partitions, as the chart creates: room for the judge replicas' rows.
+    options = StackOptions(workdir=workdir, kernel=args.kernel, partitions=6)
+    with chaos_stack(options) as stack:
         await stack.start()
-        reag, per_case, sizes = await reag_rate(stack, args.cases)
+        plan = [(lat, f, 1) for lat in args.latencies for f in args.in_flight]
+        top = max(args.latencies)
+        plan += [(top, max(args.in_flight), r) for r in args.replicas if r > 1]
+        per_case, sizes, warm = 2, dict.fromkeys(TOPICS, 1), args.warm
+        for latency_s, in_flight, judges in plan:
+            reconfigure(stack, latency_s, in_flight, judges)
+            n = _cases_for(args, latency_s, in_flight)
+            # Warm-up cases after each restart: every consumer has joined its group (seconds
+            # on Tansu) and the caches are full before the clock starts.
+            rate, per_case_now, sizes_now = await reag_rate(stack, n, warm)
+            if latency_s == 0 and in_flight == 1:
+                per_case, sizes = per_case_now, sizes_now
+            rss = max(_rss_mib(p.pid) for name, p in stack.procs.items() if name != "broker")
+            rows.append(Row(latency_s, in_flight, judges, n, rate, rss))
+            print(
+                f"  latency {latency_s:4.1f} s, in flight {in_flight:3d}, judges {judges}: "
+                f"{rate:7.1f} criteria/s over {n} cases (largest service RSS {rss:.0f} MiB)",
+                flush=True,
+            )
         # A longer burst for the relay: its rate, not the latency of one short burst.
-        raw = await Relay(stack.bootstrap, per_case, sizes).rate(max(args.cases, RELAY_CASES))
+        relay_cases = max(args.cases, RELAY_CASES)
+        raw = await Relay(stack.bootstrap, per_case, sizes).rate(relay_cases)
     load = os.getloadavg()[0]
     print(f"  {args.cases} cases, {per_case} criteria each, ranking {args.kernel}")
     print(
         "  mean bytes per event: "
         + ", ".join(f"{t.removeprefix('reag.')} {sizes[t]}" for t in TOPICS)
     )
-    print(f"  reag end to end:        {reag:9.1f} judged criteria/s")
-    print(
-        f"  raw broker, same hops:  {raw:9.1f} criteria/s "
-        f"(same bytes, aiokafka relays, {max(args.cases, RELAY_CASES)} cases)"
-    )
-    print(f"  ratio: {reag / raw:.1%} (goal P1: >= 50%); load average {load:.1f}")
+    print(f"  raw broker, same hops: {raw:9.1f} criteria/s (aiokafka relays, {relay_cases} cases)")
+    print()
+    print("  | latency | in flight | judges | cases | criteria/s | ideal | ratio | max RSS MiB |")
+    print("  |---|---|---|---|---|---|---|---|")
+    for row in rows:
+        ideal = raw if row.latency_s == 0 else row.in_flight * row.replicas / row.latency_s
+        print(
+            f"  | {row.latency_s:g} s | {row.in_flight} | {row.replicas} | {row.cases} "
+            f"| {row.rate:.1f} | {ideal:.1f} | {row.rate / ideal:.1%} | {row.peak_rss_mib:.0f} |"
+        )
+    print(f"  load average {load:.1f} (1 min) at the end; goal P1: >= 50% at 0 s")
+
+
+def main(argv: list[str]) -> None:
+    run(argv)
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -80,6 +80,16 @@ class DeliverySettings(BaseModel):
     """How the consume path waits out transient faults and parks apps not loaded yet
     (docs/pipeline.md, "Delivery")."""
 
+    max_in_flight: int = Field(
+        default=64,
+        ge=1,
+        description=(
+            "Events one consumer (one topic of one replica) handles at once; events with the "
+            "same key still run one after another, and commits cover each partition's done "
+            "prefix only. 1 is one event at a time. The default is measured in "
+            'docs/pipeline.md ("In flight").'
+        ),
+    )
     retry_initial_s: float = Field(
         default=1.0,
         gt=0,

@@ -3,19 +3,23 @@
 One file per job: ``outputs`` (what a handler emits), ``runner`` (one try at one
 event), ``dead_letters`` (what a letter keeps, written without looping), ``tries``
 (per-event state: tries, first fault, backoff), ``park`` (events of apps not loaded
-yet, bounded by count and bytes), ``offsets`` (done prefixes, commits, pause and
-seek, the park's drain, forgetting revoked partitions), ``subscription`` (the
-``consume`` decorator, the group and the rebalance listener).
+yet, bounded by count and bytes), ``inflight`` (unfinished offsets, done prefixes,
+epochs, one key's turn), ``offsets`` (events in flight, commits, pause and resume,
+the park's drain, forgetting revoked partitions), ``subscription`` (the ``consume``
+decorator, the group and the rebalance listener).
 
 Delivery rules (docs/pipeline.md and docs/architecture.md, "Delivery"):
+- up to ``DeliverySettings.max_in_flight`` events of one subscriber at once, each in
+  its own task; events with the same key one after another, in offset order;
 - at-least-once: an offset is committed only after every output of its event (or
   its dead letter) has been acknowledged by the cluster (acks=all), and only as
-  the prefix of the partition's offsets that are done;
+  the prefix of the partition's offsets that are done; work of a revoked partition
+  never moves its commit;
 - a transient fault (``services.kit.faults``: database, broker, LLM outage, a
-  spent budget) does not dead-letter at once: the partition is sought back to the
-  event and paused, and resumed after an exponential backoff, while the consumer
-  goes on polling its other partitions, so the group keeps it and the max poll
-  interval is never exceeded (Spring Kafka's pause-and-seek); an event whose tries
+  spent budget) does not dead-letter at once: the partition is paused and the event
+  tried again in its task after an exponential backoff, while the consumer goes on
+  polling its other partitions, so the group keeps it and the max poll interval is
+  never exceeded; an event whose tries
   met transient faults ``DeliverySettings.max_transient_attempts`` times, or for
   ``max_transient_s``, is dead-lettered as ``transient_exhausted`` (replayable);
 - an event whose app has no corpus yet is parked for ``DeliverySettings.park_s``

@@ -73,6 +73,7 @@ def consume(
     max_poll_interval_ms: int = 1_800_000,
     delivery: DeliverySettings | None = None,
     registry: dict[str, Delivery] | None = None,
+    in_key_order: bool = True,
 ) -> Callable[[Handler[M]], Handler[M]]:
     """Register ``handler`` as ``spec``'s consumer of ``topic`` on ``router``.
 
@@ -101,6 +102,10 @@ def consume(
     hold several local-model calls, and a consumer that exceeds the interval
     loses its partitions and the event is delivered again.
 
+    ``in_key_order``: events with the same key run one after another (the default);
+    False lets them run at once, for a handler whose events of one key are independent
+    (the judges' requests of one case's criteria).
+
     ``registry``, when given, receives the subscriber's ``Delivery`` under the topic's
     name, for tests that watch the park and the paused partitions.
     """
@@ -122,7 +127,13 @@ def consume(
             settings.dead_letter_max_bytes,
         )
         flow = Delivery(
-            spec.name, topic, settings, runner.attempt, runner.give_up, commits=not broadcast
+            spec.name,
+            topic,
+            settings,
+            runner.attempt,
+            runner.give_up,
+            commits=not broadcast,
+            in_key_order=in_key_order,
         )
         if registry is not None:
             registry[topic] = flow

@@ -13,6 +13,7 @@ served by the model server like a local model, so a chaos run can kill that serv
 
 from __future__ import annotations
 
+import random
 import threading
 from pathlib import Path
 
@@ -117,13 +118,21 @@ def _scripted(model: str, settings: LLMSettings, *, in_process: bool) -> Provide
             f"{model!r} is the scripted model of load and chaos runs; it answers without "
             "judging anything. Set REAG_LLM_ALLOW_SCRIPTED=true only for such a run."
         )
+    from reag.llm.scripted import LatentProvider, latency_draw, scripted_provider
+
+    provider: Provider
     if settings.local_url and not in_process:
         from reag.llm.remote import ModelServerProvider
 
-        return ModelServerProvider(settings.local_url, model, timeout_s=settings.timeout_s)
-    from reag.llm.scripted import scripted_provider
-
-    return scripted_provider(model)
+        provider = ModelServerProvider(settings.local_url, model, timeout_s=settings.timeout_s)
+    else:
+        provider = scripted_provider(model)
+    if settings.scripted_latency_s <= 0 or in_process:
+        return provider  # in_process: the model server answers; its clients wait the latency
+    draw = latency_draw(
+        settings.scripted_latency_s, settings.scripted_latency_dist, random.Random()
+    )
+    return LatentProvider(provider, draw)
 
 
 def _shared_limiter(provider: Provider, settings: LLMSettings) -> ConcurrencyLimiter:

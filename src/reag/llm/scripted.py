@@ -21,19 +21,24 @@ refuses ``scripted:``.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import hashlib
 import json
+import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from reag.llm.base import (
+    BatchLabelProvider,
     CapabilityError,
     ChatResult,
     ContinuationScore,
     LabelProbs,
     Message,
+    Provider,
     Usage,
 )
 from reag.untrusted import fenced
@@ -287,3 +292,89 @@ def scripted_provider(model: str) -> FakeProvider:
         score_script=scripts.score,
         record_calls=False,
     )
+
+
+LatencyDist = str  # "fixed" | "exponential" | "lognormal" (LLMSettings.scripted_latency_dist)
+
+
+def latency_draw(seconds: float, dist: LatencyDist, rng: random.Random) -> Callable[[], float]:
+    """Seconds for the next call: ``seconds`` itself, or drawn with that mean (exponential)
+    or median (lognormal, sigma 0.5, the long tail of a hosted API)."""
+    if seconds <= 0:
+        return lambda: 0.0
+    if dist == "exponential":
+        return lambda: rng.expovariate(1.0 / seconds)
+    if dist == "lognormal":
+        return lambda: seconds * rng.lognormvariate(0.0, 0.5)
+    return lambda: seconds
+
+
+class LatentProvider:
+    """A scripted provider whose every call first waits a hosted model's round trip.
+
+    The wait is in the calling client, inside its concurrency slot, so many calls wait at
+    once as they would on a remote API; the answer still comes from the script (in process,
+    or from the model server, which answers a script at once)."""
+
+    def __init__(self, inner: Provider, draw: Callable[[], float]) -> None:
+        self.inner = inner
+        self.model = inner.model
+        self._draw = draw
+
+    async def _wait(self) -> float:
+        seconds = self._draw()
+        await asyncio.sleep(seconds)
+        return seconds
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        json_schema: dict[str, Any] | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> ChatResult:
+        waited = await self._wait()
+        result = await self.inner.chat(
+            messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            json_schema=json_schema,
+            seed=seed,
+            stop=stop,
+        )
+        return dataclasses.replace(result, latency_s=result.latency_s + waited)
+
+    async def label_probs(
+        self, prompt: str | Sequence[Message], labels: Sequence[str], *, n_samples: int = 5
+    ) -> LabelProbs:
+        waited = await self._wait()
+        result = await self.inner.label_probs(prompt, labels, n_samples=n_samples)
+        return dataclasses.replace(result, latency_s=result.latency_s + waited)
+
+    async def label_probs_many(
+        self,
+        prompts: Sequence[str | Sequence[Message]],
+        labels: Sequence[str],
+        *,
+        n_samples: int = 5,
+    ) -> list[LabelProbs]:
+        """One round trip for the group (a hosted API's calls of one group run at once)."""
+        waited = await self._wait()
+        if isinstance(self.inner, BatchLabelProvider):
+            results = await self.inner.label_probs_many(prompts, labels, n_samples=n_samples)
+        else:
+            results = [
+                await self.inner.label_probs(p, labels, n_samples=n_samples) for p in prompts
+            ]
+        return [dataclasses.replace(r, latency_s=r.latency_s + waited) for r in results]
+
+    async def score_continuation(self, context: str, target: str) -> ContinuationScore:
+        waited = await self._wait()
+        result = await self.inner.score_continuation(context, target)
+        return dataclasses.replace(result, latency_s=result.latency_s + waited)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

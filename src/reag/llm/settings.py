@@ -10,6 +10,7 @@ appear in a repr or a log line.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -166,6 +167,23 @@ class LLMSettings(BaseSettings):
             "Accept 'scripted:<name>' models: zero-latency scripted answers that measure "
             "reag's own overhead and losses in load and chaos runs (bench.chaos). They judge "
             "nothing; never set this where results are read."
+        ),
+    )
+    scripted_latency_s: float = Field(
+        default=0.0,
+        ge=0,
+        description=(
+            "Seconds each 'scripted:' call takes, slept in the calling client before the call "
+            "(inside its concurrency slot), so it stands for a hosted model's round trip and "
+            "never queues at the one-at-a-time model server. 0: answers at once."
+        ),
+    )
+    scripted_latency_dist: Literal["fixed", "exponential", "lognormal"] = Field(
+        default="fixed",
+        description=(
+            "How each scripted call's latency is drawn around scripted_latency_s: 'fixed' "
+            "(always it), 'exponential' (its mean), 'lognormal' (its median, sigma 0.5: the "
+            "long tail of a hosted API)."
         ),
     )
     trace_content: bool = Field(

@@ -4,6 +4,8 @@ stage's schema, and the same answer for the same request."""
 from __future__ import annotations
 
 import json
+import random
+import statistics
 
 import pytest
 from pydantic import BaseModel, Field
@@ -12,6 +14,7 @@ from reag.elicitation.simulated_user import SimulatedProfileDraft, SimulatedUser
 from reag.llm.base import ConfigurationError, Message
 from reag.llm.registry import make_client, make_provider
 from reag.llm.remote import ModelServerProvider
+from reag.llm.scripted import LatentProvider, latency_draw, scripted_provider
 from reag.llm.settings import LLMSettings
 from reag.oracle.schema import OracleDraft
 from reag.retrieval.reasoning import ApplicationAnalysis, DocumentCheck
@@ -101,3 +104,46 @@ async def test_ranking_scores_are_deterministic_log_probabilities() -> None:
     assert one.token_logprobs != other.token_logprobs
     assert all(p < 0 for p in one.token_logprobs)
     assert json.dumps(one.mean_logprob)
+
+
+# --- a hosted model's latency, waited in the client (issue 27) ------------------------------
+
+
+def test_a_latency_wraps_the_client_side_never_the_model_server() -> None:
+    served = LLMSettings(allow_scripted=True, local_url="http://127.0.0.1:1", scripted_latency_s=1)
+    provider = make_provider("scripted:load", served)
+    assert isinstance(provider, LatentProvider)
+    assert isinstance(provider.inner, ModelServerProvider)  # waits here, then asks the server
+    # The server itself answers at once: its one-at-a-time queue never holds a latency.
+    assert not isinstance(make_provider("scripted:load", served, in_process=True), LatentProvider)
+    assert not isinstance(make_provider("scripted:load", ALLOWED), LatentProvider)
+
+
+async def test_each_call_waits_one_draw_and_reports_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr("reag.llm.scripted.asyncio.sleep", sleep)
+    draws = iter([0.2, 0.3, 0.4, 0.5])
+    provider = LatentProvider(scripted_provider("scripted:load"), lambda: next(draws))
+    chat = await provider.chat([Message("user", "q")])
+    probs = await provider.label_probs("case", ["yes", "no"])
+    group = await provider.label_probs_many(["a", "b"], ["yes", "no"])  # one round trip
+    score = await provider.score_continuation("context", "target words")
+    assert slept == [0.2, 0.3, 0.4, 0.5]
+    assert (chat.latency_s, probs.latency_s, score.latency_s) == (0.2, 0.3, 0.5)
+    assert [r.latency_s for r in group] == [0.4, 0.4]
+    assert chat.text == (await scripted_provider("scripted:load").chat([Message("user", "q")])).text
+
+
+def test_latency_draws_have_the_set_mean_or_median() -> None:
+    rng = random.Random(7)
+    assert latency_draw(0.0, "lognormal", rng)() == 0.0
+    assert latency_draw(0.2, "fixed", rng)() == 0.2
+    exponential = [latency_draw(0.2, "exponential", rng)() for _ in range(20_000)]
+    assert statistics.fmean(exponential) == pytest.approx(0.2, rel=0.05)
+    lognormal = [latency_draw(0.2, "lognormal", rng)() for _ in range(20_000)]
+    assert statistics.median(lognormal) == pytest.approx(0.2, rel=0.05)
+    assert max(lognormal) > 2 * 0.2  # a tail

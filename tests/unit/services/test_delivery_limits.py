@@ -19,6 +19,7 @@ from services.kit.delivery import Delivery
 from services.kit.delivery.dead_letters import CUT_HEADER, DROPPED_HEADERS, KEPT_HEADERS, write
 from services.kit.faults import TRANSIENT_EXHAUSTED, NotLoaded, Poison, Transient
 from services.kit.settings import DeliverySettings
+from services.kit.testing import until
 from services.kit.topology import DLQ
 from tests.unit.services.test_faults import (
     FAST,
@@ -65,9 +66,16 @@ async def test_an_event_that_always_meets_a_transient_fault_is_dead_lettered_as_
 
 async def test_the_cap_counts_per_event_and_a_long_wait_alone_exhausts_an_event() -> None:
     now = {"t": 0.0}
+    tries: dict[tuple[int, int], int] = {}
     gave_up: list[tuple[int, int, str]] = []
 
     async def attempt(record: Any, may_park: bool) -> Any:
+        event = (record.partition, record.offset)
+        tries[event] = tries.get(event, 0) + 1
+        if event == (1, 3) and tries[event] > 1:
+            return "processed"  # partition 1's event meets one fault only
+        if event == (0, 8) and tries[event] == 2:
+            now["t"] = 101.0  # its second fault comes 101 s after its first
         return Transient("llm", "LLMTimeoutError")
 
     async def give_up(record: Any, poison: Poison) -> Any:
@@ -80,16 +88,19 @@ async def test_the_cap_counts_per_event_and_a_long_wait_alone_exhausts_an_event(
     flow = Delivery("svc-cap", "t", settings, attempt, give_up, clock=lambda: now["t"])
     await flow.handle(Record(7, "demo", partition=0), consumer)
     await flow.handle(Record(3, "demo", partition=1), consumer)
-    assert gave_up == []
-    await flow.handle(Record(7, "demo", partition=0), consumer)  # its second fault
+    assert await until(lambda: flow.in_flight == 0, 10)
     assert gave_up == [(0, 7, TRANSIENT_EXHAUSTED)]  # the other event kept its own count
+    assert tries == {(0, 7): 2, (1, 3): 2}
     assert ("commit", 8) in consumer.calls
+    assert ("commit", 4) in consumer.calls
 
-    # A third event: one fault, then redelivered 101 s later: the wait alone exhausts it.
+    # A third event, with room for many tries: the wait alone exhausts it.
+    roomy = settings.model_copy(update={"max_transient_attempts": 10})
+    flow = Delivery("svc-cap", "t", roomy, attempt, give_up, clock=lambda: now["t"])
     await flow.handle(Record(8, "demo", partition=0), consumer)
-    now["t"] = 101.0
-    await flow.handle(Record(8, "demo", partition=0), consumer)
+    assert await until(lambda: flow.in_flight == 0, 10)
     assert gave_up[-1] == (0, 8, TRANSIENT_EXHAUSTED)
+    assert tries[(0, 8)] == 2
     assert ("commit", 9) in consumer.calls
 
 
@@ -237,11 +248,9 @@ async def test_the_park_is_bounded_by_bytes_and_a_full_park_pauses_the_partition
     consumer = RecordingConsumer({tp})
     flow = Delivery("svc-park-bytes", "t", settings, attempt, never_gives_up)
     await flow.handle(Record(0, "late", size=60), consumer)  # an empty park takes any event
-    assert flow.parked == 1
+    assert await until(lambda: flow.parked == 1, 10)
     await flow.handle(Record(1, "late", size=60), consumer)  # 120 bytes would pass 100
-    assert flow.parked == 1
     assert flow.parked_bytes <= 100
-    assert ("seek", 1) in consumer.calls
+    assert await until(lambda: flow.paused == {tp}, 10)
     assert ("pause", 0) in consumer.calls
-    assert flow.paused == {tp}
     flow.revoked({tp})
