@@ -132,6 +132,7 @@ def model_identity(model: str) -> str:
 
 def oracle_prompt_version() -> str:
     """The oracle has no version constant: its system prompt, schema and limits, hashed."""
+    from reag import decidability
     from reag.oracle import checks
     from reag.oracle.prompt import SYSTEM_PROMPT, PromptLimits
     from reag.oracle.schema import OracleDraft
@@ -140,7 +141,7 @@ def oracle_prompt_version() -> str:
         SYSTEM_PROMPT,
         OracleDraft.model_json_schema(),
         repr(PromptLimits()),
-        [checks.FORBIDDING.pattern, checks.UNDECIDABLE.pattern, checks.DUPLICATE_JACCARD],
+        [checks.FORBIDDING.pattern, decidability.UNDECIDABLE.pattern, checks.DUPLICATE_JACCARD],
     )
 
 
