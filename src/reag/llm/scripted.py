@@ -199,7 +199,7 @@ SCRIPTED_CLAIMS: tuple[tuple[str, str], ...] = (
     ("asks_for", "details missing from the request"),
     ("declines", "tasks outside its documented purpose"),
 )
-_SHOWN_ID = re.compile(r"^\[([^\]\s]+)\]", re.MULTILINE)
+_SHOWN_ID = re.compile(r"^\[([^\]\n/]{1,100}/[^\]\n]{1,200})\]", re.MULTILINE)
 
 
 def oracle_answer(
@@ -210,12 +210,14 @@ def oracle_answer(
     in_scope: bool = True,
     concern: str = "correctness",
 ) -> str:
-    """An ``OracleDraft`` JSON whose criteria (verb, object) cite the first document shown.
+    """An ``OracleDraft`` JSON whose criteria (verb, object) cite the documents shown.
 
     The one way scripts and tests write an oracle: each criterion is the constrained
     form, and its source is a document id the prompt really showed (a criterion that
     cites none is dropped by the oracle's checks).
     """
+    # A document opens with its "[kind/name]" id on a line of its own start (ids may hold
+    # spaces); a content line that starts with a bracket seldom holds a slash.
     shown = _SHOWN_ID.findall(messages[-1].content if messages else "")
     sources = shown[:1] or ["unknown"]
     return json.dumps(

@@ -5,7 +5,8 @@ text; these checks need what the form cannot hold, the documents the oracle
 was shown, and apply the same rules on every app:
 
 - **citations**: a criterion's sources must be documents the oracle saw
-  (an id as shown, or its local part); one that cites none of them is dropped;
+  (an id as shown, or its local part); one that cites none of them is dropped
+  (when no document was shown at all, criteria are kept with no source);
 - **decidable**: a claim about the interface, a purchase flow, stored data,
   messages sent or what happens later cannot be read in a response and is dropped;
 - **polarity from the rule**: a rule with a forbidding modal ("must not",
@@ -155,7 +156,10 @@ def check_draft(draft: OracleDraft, shown: Sequence[str]) -> Checked:
     kept: list[CheckedCriterion] = []
     for form in draft.criteria:
         sources = resolve_sources(form.sources, shown)
-        if not sources:
+        # With no document shown (retrieval found nothing relevant) there is nothing to
+        # cite: the criteria come from the request and the analysis alone, and are kept
+        # with no source, as before citations, rather than dead-lettering the case.
+        if not sources and shown:
             counts.uncited += 1
             continue
         if UNDECIDABLE.search(form.object):

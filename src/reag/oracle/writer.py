@@ -13,6 +13,7 @@ caller, which dead-letters the interpretation with the model's last output.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from reag import metrics
@@ -23,6 +24,8 @@ from reag.oracle.checks import CheckCounts, CheckedCriterion, check_draft
 from reag.oracle.prompt import PromptLimits, build_messages, cited_evidence, used_documents
 from reag.oracle.schema import OracleDraft
 from reag.v1 import events_pb2 as pb
+
+log = logging.getLogger("reag.oracle")
 
 
 class OracleInvalidError(StructuredOutputError):
@@ -80,6 +83,12 @@ class OracleWriter:
             cost += result.cost_usd
             checked = check_draft(result.value, shown)
             if not checked.criteria:
+                # Counts only: they name checks, never the draft's or the user's text.
+                log.warning(
+                    "oracle: attempt %d left no criterion after the checks: %s",
+                    attempt,
+                    checked.counts.as_dict(),
+                )
                 last = StructuredOutputError(
                     f"no criterion passed the oracle's checks ({checked.counts.as_dict()})",
                     raw=result.raw,

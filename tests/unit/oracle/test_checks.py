@@ -242,6 +242,21 @@ def test_criteria_about_what_the_text_cannot_show_or_citing_nothing_shown_are_dr
     assert [c.sources for c in checked.criteria] == [("requirement/SCOPE-1",)]
 
 
+def test_with_no_document_shown_criteria_are_kept_without_a_source() -> None:
+    """Retrieval that found nothing relevant leaves nothing to cite: the case still gets its
+    criteria (from the request and the analysis), not a dead letter for an empty oracle."""
+    checked = check_draft(
+        OracleDraft.model_validate(
+            draft(form("correctness", "x rule", ["unknown"], "states", "the opening hours"))
+        ),
+        [],
+    )
+    assert checked.counts.uncited == 0
+    assert [(c.text, c.sources) for c in checked.criteria] == [
+        ("PASS if the response states the opening hours.", ())
+    ]
+
+
 def test_near_duplicates_are_judged_by_content_word_overlap_at_the_stated_threshold() -> None:
     assert DUPLICATE_JACCARD == 0.6
     earlier = ["PASS if the response states an explanation easy for an expert to follow."]
