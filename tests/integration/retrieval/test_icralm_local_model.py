@@ -51,7 +51,8 @@ async def test_icralm_ranks_the_answering_document_first(local_llm_client: LLMCl
         app="nutri",
     )
     retriever = Retriever(
-        RetrieverConfig(kernel="icralm", buffer=0, min_k=1), client=local_llm_client
+        RetrieverConfig(kernel="icralm", selection="adaptive", buffer=0, min_k=1),
+        client=local_llm_client,
     )
     retrieval = await retriever.retrieve(intention, [UPLOAD, SALT, LANGUAGES])
 

@@ -14,7 +14,12 @@ from services.kit.delivery.inflight import InFlight, KeyTurns
 from services.kit.testing import until
 from tests.unit.services.test_faults import FAST, Record, RecordingConsumer, never_gives_up
 
+# A wait that never ends here is a bug; fail in seconds rather than at the suite's limit.
+pytestmark = pytest.mark.timeout(60)
+
 TP = TopicPartition("t", 0)
+# The default is one event at a time; these tests are about several.
+WIDE = FAST.model_copy(update={"max_in_flight": 8})
 
 
 def test_the_commit_target_is_the_contiguous_done_prefix() -> None:
@@ -143,7 +148,7 @@ async def test_a_later_event_done_first_is_not_committed_past_an_earlier_one() -
         return "processed"
 
     consumer = RecordingConsumer({TP})
-    flow = Delivery("svc-prefix", "t", FAST, attempt, never_gives_up)
+    flow = Delivery("svc-prefix", "t", WIDE, attempt, never_gives_up)
 
     class Keyed(Record):
         def __init__(self, offset: int) -> None:
@@ -175,7 +180,7 @@ async def test_one_keys_events_wait_their_turn_unless_declared_independent(
         return "processed"
 
     consumer = RecordingConsumer({TP})
-    flow = Delivery("svc-order", "t", FAST, attempt, never_gives_up, in_key_order=in_key_order)
+    flow = Delivery("svc-order", "t", WIDE, attempt, never_gives_up, in_key_order=in_key_order)
     for offset in range(3):
         await flow.handle(Record(offset, "demo"), consumer)  # one key: b"k"
     await asyncio.sleep(0.05)
