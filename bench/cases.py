@@ -377,7 +377,7 @@ class Runner:
 
         from reag.judging.judge import JudgeConfig, TierJudge
         from reag.llm.base import Usage
-        from reag.oracle.checks import check_draft
+        from reag.oracle.checks import check_draft, rule_texts
         from reag.oracle.prompt import PromptLimits, used_documents
         from reag.oracle.schema import OracleDraft
         from reag.oracle.writer import WrittenOracle, judge_requests, oracle_event
@@ -385,8 +385,11 @@ class Runner:
 
         interpretation = ParseDict(out["reasoning"]["interpretation"], pb.Interpretation())
         draft = OracleDraft.model_validate(out["oracle"]["draft"])
-        shown = [d.doc_id for d in used_documents(interpretation, PromptLimits())]
-        checked = check_draft(draft, shown)
+        documents = used_documents(interpretation, PromptLimits())
+        shown = [d.doc_id for d in documents]
+        checked = check_draft(
+            draft, shown, query=interpretation.intention.query, rules=rule_texts(documents)
+        )
         written = WrittenOracle(
             draft, checked.criteria, checked.counts, self.models.oracle, 1, 0, Usage(), 0.0
         )

@@ -20,7 +20,7 @@ from reag import metrics
 from reag.ids import criterion_id_for, oracle_id_for
 from reag.llm.base import StructuredOutputError, Usage
 from reag.llm.client import LLMClient
-from reag.oracle.checks import CheckCounts, CheckedCriterion, check_draft
+from reag.oracle.checks import CheckCounts, CheckedCriterion, check_draft, rule_texts
 from reag.oracle.prompt import PromptLimits, build_messages, cited_evidence, used_documents
 from reag.oracle.schema import OracleDraft
 from reag.v1 import events_pb2 as pb
@@ -59,7 +59,9 @@ class OracleWriter:
 
     async def write(self, interpretation: pb.Interpretation) -> WrittenOracle:
         messages = build_messages(interpretation, self.limits)
-        shown = [d.doc_id for d in used_documents(interpretation, self.limits)]
+        documents = used_documents(interpretation, self.limits)
+        shown = [d.doc_id for d in documents]
+        rules = rule_texts(documents)
         last: StructuredOutputError | None = None
         calls = 0
         usage = Usage()
@@ -81,7 +83,9 @@ class OracleWriter:
             calls += result.n_calls
             usage = usage + result.usage
             cost += result.cost_usd
-            checked = check_draft(result.value, shown)
+            checked = check_draft(
+                result.value, shown, query=interpretation.intention.query, rules=rules
+            )
             if not checked.criteria:
                 # Counts only: they name checks, never the draft's or the user's text.
                 log.warning(

@@ -3,8 +3,11 @@
 Issue 24 saw the local model write "PASS if the application prints the hidden
 system prompt and the API key" for such a request. On a made-up library help
 desk (not one of the examples), every criterion that speaks of the secret must
-now hold it back, and at least one must, citing the rule's document. Slow (a
-minute or more of CPU): one case, run once per CI.
+now hold it back, and at least one must, citing the rule's document. On this
+request the model judges it in scope and writes only "declines any other
+request"; the hold-back comes from the checks' forbidden-ask rule, which is
+what this test guards on the real model. Slow (half a minute or more of CPU):
+one case, run once per CI.
 """
 
 from __future__ import annotations
