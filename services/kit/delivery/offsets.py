@@ -7,7 +7,9 @@ consumer's loop hands an event over and goes on polling; it waits only when ever
 is taken. A transient fault pauses the event's partition (no seek: the consumer's
 position is already past every event it handed over) and the event is tried again in
 its task after the backoff, without holding a slot while it waits, so the other
-partitions go on. Commits cover the contiguous done prefix of a partition only
+partitions go on; back from the backoff it takes a free slot, or runs without one
+rather than wait for a slot that an event of its own key, waiting for its turn, may
+hold. Commits cover the contiguous done prefix of a partition only
 (``inflight.InFlight``).
 
 The consumer is the one FastStream built for the subscriber, bound on its first message.
@@ -194,8 +196,14 @@ class Delivery:
                             await asyncio.sleep(delay)
                         finally:
                             self._unhold(tp, epoch)
-                        await self._slots.acquire()
-                        holding = True
+                        # Back for another try. A slot may be held by an event of this
+                        # key waiting for its turn behind this one: waiting for that slot
+                        # would never end. So take a free slot if there is one, else run
+                        # without one (the cap is exceeded by at most the events back from
+                        # a backoff, each of which held a slot when it was let in).
+                        if not self._slots.locked():
+                            await self._slots.acquire()
+                            holding = True
                         continue
                     await self._done(tp, offset, epoch)
                     return

@@ -11,6 +11,7 @@ from aiokafka import TopicPartition
 
 from services.kit.delivery import Delivery
 from services.kit.delivery.inflight import InFlight, KeyTurns
+from services.kit.faults import Transient
 from services.kit.testing import until
 from tests.unit.services.test_faults import FAST, Record, RecordingConsumer, never_gives_up
 
@@ -188,3 +189,28 @@ async def test_one_keys_events_wait_their_turn_unless_declared_independent(
     assert await until(lambda: flow.in_flight == 0, 5)
     assert peak["n"] == expected_peak
     assert [arg for call, arg in consumer.calls if call == "commit"][-1] == 3
+
+
+@pytest.mark.parametrize("max_in_flight", [1, 2])
+async def test_an_event_back_from_a_backoff_never_waits_for_a_slot_its_own_key_holds(
+    max_in_flight: int,
+) -> None:
+    """One key, the first event faults once: while it backs off, the events behind it are
+    let in and wait for its turn holding the slots. It must still try again (on main it
+    waited for a slot forever, and with one slot, the default, every such fault hung)."""
+    tries: dict[int, int] = {}
+
+    async def attempt(record: Any, may_park: bool) -> Any:
+        tries[record.offset] = tries.get(record.offset, 0) + 1
+        if record.offset == 0 and tries[0] == 1:
+            return Transient("database", "OperationalError")
+        return "processed"
+
+    settings = FAST.model_copy(update={"max_in_flight": max_in_flight})
+    consumer = RecordingConsumer({TP})
+    flow = Delivery("svc-backoff", "t", settings, attempt, never_gives_up)
+    for offset in range(max_in_flight + 1):
+        await asyncio.wait_for(flow.handle(Record(offset, "demo"), consumer), 5)
+    assert await until(lambda: flow.in_flight == 0, 5)
+    assert tries == {0: 2, **{offset: 1 for offset in range(1, max_in_flight + 1)}}
+    assert [arg for call, arg in consumer.calls if call == "commit"][-1] == max_in_flight + 1
