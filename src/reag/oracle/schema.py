@@ -68,7 +68,8 @@ CONCERN_ORDER: tuple[str, ...] = (
     "style",
 )
 
-ObjectText = Annotated[str, StringConstraints(min_length=3, max_length=140)]
+MAX_OBJECT_CHARS = 140
+ObjectText = Annotated[str, StringConstraints(min_length=3, max_length=MAX_OBJECT_CHARS)]
 RuleText = Annotated[str, StringConstraints(min_length=3, max_length=200)]
 SourceId = Annotated[str, StringConstraints(min_length=1, max_length=80)]
 

@@ -51,6 +51,7 @@ from reag.ledger.store import LedgerStore
 from reag.llm.base import Message
 from reag.llm.client import LLMClient
 from reag.llm.scripted import SCRIPTED_CLAIMS, FakeProvider, oracle_answer
+from reag.oracle.schema import MAX_OBJECT_CHARS
 from reag.oracle.writer import OracleWriter
 from reag.retrieval.reasoning import SelfReasoner
 from reag.retrieval.retriever import Retriever, RetrieverConfig
@@ -129,7 +130,8 @@ def oracle_script(messages: Sequence[Message], _options: dict[str, Any]) -> str:
     draft["TestObjective"] = f"Check the answer to: {_echo(messages, 250)}"
     draft["ExpectedResultsDescription"] = f"It fits this user: {_echo(messages, 700)}"
     # The echo in the first criterion only: the same echo in each would make them repeats.
-    draft["PassFailCriteria"][0]["object"] = f"an answer to: {_echo(messages, 140)}"
+    lead = "an answer to: "  # a longer echo than the schema allows is refused, not stored
+    draft["PassFailCriteria"][0]["object"] = lead + _echo(messages, MAX_OBJECT_CHARS - len(lead))
     return json.dumps(draft)
 
 
