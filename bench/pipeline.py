@@ -39,7 +39,6 @@ import os
 import signal
 import tempfile
 import time
-import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +46,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from bench.chaos.stack import ChaosStack, StackOptions, chaos_stack, ledger_counts
+from bench.chaos.stack import ChaosStack, StackOptions, chaos_stack, ledger_counts, run_tag
 from bench.chaos.watch import Watcher
 from services.kit.topology import (
     INTENTIONS,
@@ -101,11 +100,11 @@ async def reag_rate(
     """(judged criteria per second, criteria per case, mean bytes per event per topic)."""
     async with Watcher(stack.bootstrap) as watcher:
         # Warm-up cases fill the caches (ICRALM scores, corpus, thresholds), as in steady state.
-        warm = [f"warm-{uuid.uuid4().hex[:6]}-{i:02d}" for i in range(n_warm)]
+        warm = [f"warm-{run_tag()}-{i:02d}" for i in range(n_warm)]
         if warm:
             await stack.send(warm)
             await watcher.wait_ended(set(warm), timeout_s=900)
-        cases = [f"bench-{uuid.uuid4().hex[:6]}-{i:05d}" for i in range(n_cases)]
+        cases = [f"bench-{run_tag()}-{i:05d}" for i in range(n_cases)]
         sent = time.time()
         await stack.send(cases)
         await watcher.wait_ended(set(cases), timeout_s=1800)
@@ -161,7 +160,7 @@ class Relay:
     def __init__(self, bootstrap: str, per_case: int, sizes: dict[str, int]) -> None:
         self.bootstrap = bootstrap
         self.per_case = per_case
-        self.raw = {t: f"bench.raw.{t}.{uuid.uuid4().hex[:6]}" for t in TOPICS}
+        self.raw = {t: f"bench.raw.{t}.{run_tag()}" for t in TOPICS}
         self.payload = {t: os.urandom(max(1, sizes[t])) for t in TOPICS}
         self.results = 0
 

@@ -26,7 +26,6 @@ import random
 import tempfile
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -40,6 +39,7 @@ from bench.chaos.stack import (
     add_stack_options,
     chaos_stack,
     ledger_counts,
+    run_tag,
 )
 from bench.chaos.watch import Watcher
 
@@ -102,9 +102,9 @@ async def chaos(args: argparse.Namespace, workdir: Path) -> int:
         started = time.perf_counter()
         await stack.start()
         print(f"  stack up in {time.perf_counter() - started:.0f} s ({workdir})", flush=True)
-        first = [f"before-{uuid.uuid4().hex[:6]}-{i:03d}" for i in range(args.cases)]
+        first = [f"before-{run_tag()}-{i:03d}" for i in range(args.cases)]
         async with Watcher(stack.bootstrap) as watcher:
-            warm = {f"warm-{uuid.uuid4().hex[:8]}"}
+            warm = {f"warm-{run_tag(8)}"}
             await stack.send(sorted(warm))
             if not await watcher.wait_ended(warm, timeout_s=300):
                 print("  the warm-up case did not finish in 300 s; see the logs", flush=True)
@@ -123,7 +123,7 @@ async def chaos(args: argparse.Namespace, workdir: Path) -> int:
             f"{args.cases} cases ended before); every service connected again in {back_s:.0f} s",
             flush=True,
         )
-        second = [f"after-{uuid.uuid4().hex[:6]}-{i:03d}" for i in range(args.cases)]
+        second = [f"after-{run_tag()}-{i:03d}" for i in range(args.cases)]
         async with Watcher(stack.bootstrap) as watcher:
             await stack.send(second, rate=args.rate)
             await watcher.wait_ended(set(second), timeout_s=args.timeout, stall_s=args.timeout)

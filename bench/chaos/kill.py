@@ -19,11 +19,10 @@ import asyncio
 import random
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from bench.chaos.account import Account, account
-from bench.chaos.stack import ChaosStack, StackOptions, add_stack_options, chaos_stack
+from bench.chaos.stack import ChaosStack, StackOptions, add_stack_options, chaos_stack, run_tag
 from bench.chaos.watch import Watcher
 
 
@@ -46,7 +45,7 @@ async def kill_one(
 ) -> tuple[Account, int, float]:
     """One batch with ``name`` killed in it; (its account, cases ended at the kill, seconds
     from the kill until the process was healthy again)."""
-    cases = [f"kill-{name}-{uuid.uuid4().hex[:6]}-{i:03d}" for i in range(args.cases)]
+    cases = [f"kill-{name}-{run_tag()}-{i:03d}" for i in range(args.cases)]
     wanted = set(cases)
     stream_s = args.cases / args.rate
     feeding = asyncio.create_task(stack.send(cases, rate=args.rate))
@@ -75,7 +74,7 @@ async def chaos(args: argparse.Namespace, workdir: Path) -> int:
             print(f"  unknown process(es) {unknown}; known: {', '.join(stack.services)}")
             return 2
         async with Watcher(stack.bootstrap) as watcher:
-            warm = {f"warm-{uuid.uuid4().hex[:8]}"}
+            warm = {f"warm-{run_tag(8)}"}
             await stack.send(sorted(warm))
             if not await watcher.wait_ended(warm, timeout_s=300):
                 print("  the warm-up case did not finish in 300 s; see the logs", flush=True)

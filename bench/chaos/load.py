@@ -16,11 +16,10 @@ import argparse
 import asyncio
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from bench.chaos.account import account, stage_work
-from bench.chaos.stack import StackOptions, add_stack_options, chaos_stack
+from bench.chaos.stack import StackOptions, add_stack_options, chaos_stack, run_tag
 from bench.chaos.watch import Watcher, percentiles
 
 
@@ -39,12 +38,12 @@ async def load(args: argparse.Namespace, workdir: Path) -> int:
         await stack.start()
         print(f"  stack up in {time.perf_counter() - started:.0f} s ({workdir})", flush=True)
         async with Watcher(stack.bootstrap) as watcher:
-            warm = {f"warm-{uuid.uuid4().hex[:8]}"}
+            warm = {f"warm-{run_tag(8)}"}
             await stack.send(sorted(warm))
             if not await watcher.wait_ended(warm, timeout_s=300):
                 print("  the warm-up case did not finish in 300 s; see the logs", flush=True)
                 return 1
-            run = uuid.uuid4().hex[:8]
+            run = run_tag(8)
             cases = [f"load-{run}-{i:05d}" for i in range(args.cases)]
             wanted = set(cases)
             sent_at = time.time()
