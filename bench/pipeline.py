@@ -46,8 +46,9 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from bench.chaos.stack import ChaosStack, StackOptions, chaos_stack, ledger_counts, run_tag
+from bench.chaos.stack import ChaosStack, StackOptions, chaos_stack, ledger_counts
 from bench.chaos.watch import Watcher
+from services.kit.testing import run_tag
 from services.kit.topology import (
     INTENTIONS,
     INTERPRETATIONS,

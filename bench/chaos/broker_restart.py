@@ -39,9 +39,9 @@ from bench.chaos.stack import (
     add_stack_options,
     chaos_stack,
     ledger_counts,
-    run_tag,
 )
 from bench.chaos.watch import Watcher
+from services.kit.testing import run_tag
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

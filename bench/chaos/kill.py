@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 
 from bench.chaos.account import Account, account
-from bench.chaos.stack import ChaosStack, StackOptions, add_stack_options, chaos_stack, run_tag
+from bench.chaos.stack import ChaosStack, StackOptions, add_stack_options, chaos_stack
 from bench.chaos.watch import Watcher
+from services.kit.testing import run_tag
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 from bench.chaos.account import account, stage_work
-from bench.chaos.stack import StackOptions, add_stack_options, chaos_stack, run_tag
+from bench.chaos.stack import StackOptions, add_stack_options, chaos_stack
 from bench.chaos.watch import Watcher, percentiles
+from services.kit.testing import run_tag
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

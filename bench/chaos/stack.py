@@ -23,7 +23,6 @@ import os
 import signal
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -328,20 +327,6 @@ def ledger_counts(dsn: str, cases: set[str]) -> LedgerCounts:
             with_oracle.add(case_id)
     criterion_rows = {c: int(n) for c, n in criteria if c in cases}
     return LedgerCounts(case_rows, criterion_rows, n_criteria, complete, with_oracle)
-
-
-_DIGITS_TO_LETTERS = str.maketrans("0123456789", "ghijklmnop")
-
-
-def run_tag(n: int = 6) -> str:
-    """A random tag for a run's case ids, letters only.
-
-    The redactor gives a producer's case id that reads as PII a pseudonym
-    (issue 23), and a random hex tag beside a case number reads as a phone
-    number often enough ("kill-ledger-650134-017": 130 of 2,000 such ids), so
-    the watcher would wait for a case id that never ends.
-    """
-    return uuid.uuid4().hex[:n].translate(_DIGITS_TO_LETTERS)
 
 
 @contextlib.contextmanager

@@ -38,7 +38,7 @@ import pytest
 from reag.v1 import events_pb2 as pb
 from services.kit.admin import ensure_topics
 from services.kit.settings import KafkaSettings
-from services.kit.testing import produce_events, read_events
+from services.kit.testing import produce_events, read_events, run_tag
 from services.kit.topology import JUDGE_TIER, RESULTS, REVIEWS, THRESHOLDS, TRAFFIC
 from shell.stack.ports import free_port
 from tests.integration.observability import scripted_stack
@@ -314,7 +314,7 @@ async def until(condition: Any, timeout_s: float, what: str) -> None:
 
 async def drive(run: Run) -> dict[str, str]:
     """Cases, poison, shed traffic, then reviews; returns case id -> marker."""
-    tag = uuid.uuid4().hex[:6]
+    tag = run_tag()
     cases = {f"obs-{tag}-{i}": MARKERS[i % len(MARKERS)] for i in range(8)}
     refused = traffic(f"obs-{tag}-refused", "SURE-YES", query=f"{scripted_stack.REFUSE} please")
     shed = [traffic(f"obs-{tag}-shed-{i}", "SURE-YES") for i in range(2)]

@@ -31,6 +31,7 @@ from services.elicitor.settings import ElicitorSettings
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
 from services.kit.settings import DeliverySettings, KafkaSettings
+from services.kit.testing import run_tag
 from services.kit.topology import (
     DLQ,
     INTENTIONS,
@@ -152,7 +153,7 @@ async def test_traffic_in_gives_interpretation_oracle_and_one_judge_request_per_
     reader: Any,
 ) -> None:
     suffix = pipeline
-    cases = [f"flow-{uuid.uuid4().hex[:8]}-{i}" for i in range(4)]
+    cases = [f"flow-{run_tag(8)}-{i}" for i in range(4)]
     await publish(
         kafka_bootstrap, TRAFFIC + suffix, [traffic(c).SerializeToString() for c in cases], "flow"
     )
@@ -199,7 +200,7 @@ async def test_each_kind_of_bad_input_is_dead_lettered_and_the_next_good_event_f
     reader: Any,
 ) -> None:
     suffix = pipeline
-    tag = f"bad-{uuid.uuid4().hex[:8]}"
+    tag = f"bad-{run_tag(8)}"
     good = [f"{tag}-good-{i}" for i in range(3)]
     poisoned = f"{tag}-poison"
     no_query = traffic(f"{tag}-noq")
