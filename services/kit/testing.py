@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from google.protobuf.message import Message
 
+from reag.ids import digits_as_letters
+
 M = TypeVar("M", bound=Message)
 
 
@@ -90,9 +92,6 @@ async def until(
     return True
 
 
-_DIGITS_TO_LETTERS = str.maketrans("0123456789", "ghijklmnop")
-
-
 def run_tag(n: int = 6) -> str:
     """A random tag for a run's case ids, letters only.
 
@@ -102,4 +101,4 @@ def run_tag(n: int = 6) -> str:
     a test or bench waiting for its own case ids would wait for one that
     never ends.
     """
-    return uuid.uuid4().hex[:n].translate(_DIGITS_TO_LETTERS)
+    return digits_as_letters(uuid.uuid4().hex[:n])

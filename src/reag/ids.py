@@ -23,6 +23,12 @@ def case_id_for(app: str, request_id: str | None = None) -> str:
 _LETTERS = str.maketrans("0123456789", "ghijklmnop")
 
 
+def digits_as_letters(text: str) -> str:
+    """``text`` with each digit mapped to a letter (0-9 to g-p): an id with no run of
+    digits, which the redactor could read as a phone or card number."""
+    return text.translate(_LETTERS)
+
+
 def request_id_for(query: str, response: str, user_id: str, created_at_ns: int) -> str:
     """The request id of an exchange that came without one, derived from what it holds.
 
@@ -37,7 +43,7 @@ def request_id_for(query: str, response: str, user_id: str, created_at_ns: int) 
         data = part.encode("utf-8", errors="surrogatepass")
         digest.update(len(data).to_bytes(8, "big"))
         digest.update(data)
-    return "d" + digest.hexdigest()[:31].translate(_LETTERS)
+    return "d" + digits_as_letters(digest.hexdigest()[:31])
 
 
 def oracle_id_for(case_id: str) -> str:
