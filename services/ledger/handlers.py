@@ -1,20 +1,23 @@
 """The ledger's handlers: each event is recorded, and the case's result goes out when it
 is complete or has changed (``LedgerStore`` decides; see its delivery notes).
 
-Store calls run in a worker thread so the gRPC API, which shares this event
-loop, keeps answering while a write waits for the database.
+Writes go through one ``GroupCommit`` for all four topics: the events that arrive while
+a transaction runs are written together in the next (``reag.ledger.batching``). Store
+calls run in a worker thread so the gRPC API, which shares this event loop, keeps
+answering while a write waits for the database.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 from faststream.kafka import KafkaRouter
 
-from reag.ledger.store import LedgerStore, LedgerUpdate
+from reag.ledger.batching import GroupCommit
+from reag.ledger.store import LedgerEvent, LedgerStore, LedgerUpdate
 from reag.v1 import events_pb2 as pb
 from services.kit.delivery import Emit, consume
+from services.kit.faults import Transient, classify
 from services.kit.topology import ABSTAINS, ORACLES, RESULTS, REVIEWS, SERVICES, VERDICTS, suffixed
 from services.ledger.settings import LedgerSettings
 
@@ -24,6 +27,13 @@ def build_router(settings: LedgerSettings, store: LedgerStore) -> KafkaRouter:
     spec = suffixed(SERVICES["ledger"], suffix)
     router = KafkaRouter()
     results_topic = RESULTS + suffix
+    # A batch that failed on a database outage fails all its events (each is retried);
+    # any other failure may be one event's own, so its events are written one by one.
+    writes: GroupCommit[LedgerEvent, LedgerUpdate] = GroupCommit(
+        store.record_many,
+        max_batch=settings.ledger_batch_max,
+        alone=lambda exc: not isinstance(classify(exc), Transient),
+    )
 
     def subscribe(
         topic: str,
@@ -50,20 +60,20 @@ def build_router(settings: LedgerSettings, store: LedgerStore) -> KafkaRouter:
 
     @subscribe(ORACLES, pb.Oracle)
     async def record_oracle(event: pb.Oracle) -> Emit | None:
-        return emit(await asyncio.to_thread(store.record_oracle, event))
+        return emit(await writes.write(event))
 
     @subscribe(VERDICTS, pb.Verdict)
     async def record_verdict(event: pb.Verdict) -> Emit | None:
-        return emit(await asyncio.to_thread(store.record_verdict, event))
+        return emit(await writes.write(event))
 
     @subscribe(ABSTAINS, pb.Abstain)
     async def record_abstain(event: pb.Abstain) -> Emit | None:
         # An accepted audit's copy for review is stored too: it carries the cost of the tiers
         # that scored it after the deciding one, and never counts as an abstention.
-        return emit(await asyncio.to_thread(store.record_abstain, event))
+        return emit(await writes.write(event))
 
     @subscribe(REVIEWS, pb.Review)
     async def record_review(event: pb.Review) -> Emit | None:
-        return emit(await asyncio.to_thread(store.record_review, event))
+        return emit(await writes.write(event))
 
     return router

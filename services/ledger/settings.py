@@ -49,6 +49,15 @@ class LedgerSettings(ServiceSettings, StuckSettings):
     ledger_grpc_tls_key: Path | None = Field(
         default=None, description="PEM private key of ledger_grpc_tls_cert."
     )
+    ledger_batch_max: int = Field(
+        default=256,
+        ge=1,
+        description=(
+            "Most events the ledger writes in one transaction: those that arrived while the "
+            "previous one ran (group commit; a lone event is written at once). 1: one "
+            "transaction per event."
+        ),
+    )
     ledger_traffic_api: bool = Field(
         default=True,
         description=(

@@ -217,6 +217,12 @@ CALIBRATION_ITEMS = Gauge(
     "Labelled items in the calibration store.",
     ["app"],
 )
+LEDGER_BATCH_EVENTS = Histogram(
+    "reag_ledger_batch_events",
+    "Events written in one ledger transaction (group commit, reag.ledger.batching).",
+    ["store"],
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+)
 CASES_STUCK = Gauge(
     "reag_cases_stuck",
     "Cases whose oracle reached the ledger but which stayed incomplete past "

@@ -1,11 +1,13 @@
 """The ledger store: events in, one recomputed result per case out, idempotently.
 
-Every ``record_*`` call is one transaction: upsert the event under its id,
-reload everything known for the case, rebuild the result with
-``reag.ledger.outcome.build_result`` and keep it if it changed. The case row
-is locked first (``SELECT ... FOR UPDATE`` on PostgreSQL; one writer at a
-time within a process for SQLite), so ledger instances consuming different
-partitions never interleave on one case.
+Recording an event upserts it under its id, reloads everything known for
+the case, rebuilds the result with ``reag.ledger.outcome.build_result`` and
+keeps it if it changed. The case row is locked first (``SELECT ... FOR
+UPDATE`` on PostgreSQL; one writer at a time within a process for SQLite), so
+ledger instances consuming different partitions never interleave on one case.
+``record_many`` does this for many events in one transaction (the service
+batches what arrives while a transaction runs, ``reag.ledger.batching``), and
+``record`` for one: each event's update is the same either way.
 
 Publishing is at-least-once: ``LedgerUpdate.publish`` is true when a complete
 (or once-published) result changed, and also when the event was a duplicate,
@@ -71,6 +73,10 @@ class Agreement:
     reviewer: str
     tier: int
     agreed: bool
+
+
+LedgerEvent = pb.Oracle | pb.Verdict | pb.Abstain | pb.Review
+"""What the ledger records: every event type that changes a case."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +204,55 @@ class LedgerStore:
 
     # --- writes ------------------------------------------------------------------
 
+    def record(self, event: LedgerEvent) -> LedgerUpdate:
+        """Record one event in its own transaction."""
+        return self.record_many([event])[0]
+
+    def record_many(self, events: Sequence[LedgerEvent]) -> list[LedgerUpdate]:
+        """Record ``events`` in one transaction; their updates, in the order given.
+
+        They are applied in case-id order, each case's events in the order given:
+        concurrent batches (other replicas) then lock cases in one order and never
+        deadlock. Any failure rolls back all of them, so a caller that wants the
+        good ones kept records them again one by one.
+        """
+        order = sorted(range(len(events)), key=lambda i: events[i].meta.case_id)
+        done: dict[int, tuple[LedgerUpdate, bool]] = {}
+        with self._write_lock, self._sessions.begin() as session:
+            for i in order:
+                meta, apply = self._change(events[i])
+                done[i] = self._apply(session, meta, apply)
+        updates = []
+        for i, event in enumerate(events):
+            update, newly_decided = done[i]
+            self._count(event, update, newly_decided=newly_decided)
+            updates.append(update)
+        return updates
+
     def record_oracle(self, oracle: pb.Oracle) -> LedgerUpdate:
+        return self.record(oracle)
+
+    def record_verdict(self, verdict: pb.Verdict) -> LedgerUpdate:
+        return self.record(verdict)
+
+    def record_abstain(self, abstain: pb.Abstain) -> LedgerUpdate:
+        return self.record(abstain)
+
+    def record_review(self, review: pb.Review) -> LedgerUpdate:
+        return self.record(review)
+
+    def _change(self, event: LedgerEvent) -> tuple[pb.EventMeta, Apply]:
+        """The event's change to its case, to apply inside a transaction."""
+        if isinstance(event, pb.Oracle):
+            return event.meta, self._oracle_change(event)
+        if isinstance(event, pb.Verdict):
+            return event.meta, self._verdict_change(event)
+        if isinstance(event, pb.Abstain):
+            return event.meta, self._abstain_change(event)
+        return event.meta, self._review_change(event)
+
+    @staticmethod
+    def _oracle_change(oracle: pb.Oracle) -> Apply:
         data = _bytes(_trim_oracle(oracle))
 
         def apply(_session: Session, case: LedgerCaseRow) -> bool:
@@ -207,25 +261,26 @@ class LedgerStore:
             case.n_criteria = max(case.n_criteria, len(oracle.criteria))
             return duplicate
 
-        return self._record(oracle.meta, apply)
+        return apply
 
-    def record_verdict(self, verdict: pb.Verdict) -> LedgerUpdate:
+    def _verdict_change(self, verdict: pb.Verdict) -> Apply:
         def apply(session: Session, case: LedgerCaseRow) -> bool:
             case.n_criteria = max(case.n_criteria, verdict.n_criteria)
             return self._put_criterion(session, case, verdict.criterion_id, verdict=verdict)
 
-        return self._record(verdict.meta, apply)
+        return apply
 
-    def record_abstain(self, abstain: pb.Abstain) -> LedgerUpdate:
+    def _abstain_change(self, abstain: pb.Abstain) -> Apply:
         criterion_id = abstain.request.criterion.criterion_id
 
         def apply(session: Session, case: LedgerCaseRow) -> bool:
             case.n_criteria = max(case.n_criteria, abstain.request.n_criteria)
             return self._put_criterion(session, case, criterion_id, abstain=abstain)
 
-        return self._record(abstain.meta, apply)
+        return apply
 
-    def record_review(self, review: pb.Review) -> LedgerUpdate:
+    @staticmethod
+    def _review_change(review: pb.Review) -> Apply:
         """Keeps a reviewer's newest review of a criterion, by the review's own time.
 
         Reviews arrive in any order (a replay re-sends old ones), so a review older
@@ -259,10 +314,7 @@ class LedgerStore:
                 row.agreed = row.agreement_tier = None  # compared again with the verdict
             return False
 
-        update = self._record(review.meta, apply)
-        if not update.duplicate:
-            metrics.REVIEWS.labels(review.meta.app, LABEL_NAMES.get(review.label, "-")).inc()
-        return update
+        return apply
 
     def _put_criterion(
         self,
@@ -366,39 +418,49 @@ class LedgerStore:
             settled.append(Agreement(row.criterion_id, row.reviewer, verdict.tier, row.agreed))
         return tuple(settled)
 
-    def _record(self, meta: pb.EventMeta, apply: Apply) -> LedgerUpdate:
-        with self._write_lock, self._sessions.begin() as session:
-            case = self._lock_case(session, meta)
-            duplicate = apply(session, case)
-            session.flush()
-            events = self._events(session, case)
-            agreements = self._settle_agreements(session, events)
-            previous = pb.Result.FromString(case.result) if case.result is not None else None
-            result = build_result(events)
-            changed = _comparable(previous) != _comparable(result)
-            if changed:
-                now = _now()
-                result.meta.created_at.FromDatetime(now)
-                case.result = result.SerializeToString(deterministic=True)
-                case.outcome, case.complete = result.outcome, result.complete
-                case.total_cost_usd = result.total_cost_usd
-                case.updated_at = now
-                _put_figures(session, case.case_id, result)
-            else:
-                assert previous is not None  # a first build always differs from nothing
-                result = previous
-            publish = (result.complete or case.published) and (changed or duplicate)
-            case.published = case.published or publish
-            newly_decided = result.complete and (
-                previous is None or not previous.complete or previous.outcome != result.outcome
-            )
-        for agreement in agreements:
+    def _apply(
+        self, session: Session, meta: pb.EventMeta, apply: Apply
+    ) -> tuple[LedgerUpdate, bool]:
+        """One event's change and its case's new result, in ``session``; the update and
+        whether the case was newly decided (for the metrics, counted after the commit)."""
+        case = self._lock_case(session, meta)
+        duplicate = apply(session, case)
+        session.flush()
+        events = self._events(session, case)
+        agreements = self._settle_agreements(session, events)
+        previous = pb.Result.FromString(case.result) if case.result is not None else None
+        result = build_result(events)
+        changed = _comparable(previous) != _comparable(result)
+        if changed:
+            now = _now()
+            result.meta.created_at.FromDatetime(now)
+            case.result = result.SerializeToString(deterministic=True)
+            case.outcome, case.complete = result.outcome, result.complete
+            case.total_cost_usd = result.total_cost_usd
+            case.updated_at = now
+            _put_figures(session, case.case_id, result)
+        else:
+            assert previous is not None  # a first build always differs from nothing
+            result = previous
+        publish = (result.complete or case.published) and (changed or duplicate)
+        case.published = case.published or publish
+        newly_decided = result.complete and (
+            previous is None or not previous.complete or previous.outcome != result.outcome
+        )
+        return LedgerUpdate(result, changed, duplicate, publish, agreements), newly_decided
+
+    @staticmethod
+    def _count(event: LedgerEvent, update: LedgerUpdate, *, newly_decided: bool) -> None:
+        """The metrics of one committed event."""
+        for agreement in update.agreements:
             metrics.REVIEW_AGREEMENT.labels(
                 str(agreement.tier), "true" if agreement.agreed else "false"
             ).inc()
         if newly_decided:
+            result = update.result
             metrics.RESULTS.labels(result.meta.app, OUTCOME_NAMES[result.outcome]).inc()
-        return LedgerUpdate(result, changed, duplicate, publish, agreements)
+        if isinstance(event, pb.Review) and not update.duplicate:
+            metrics.REVIEWS.labels(event.meta.app, LABEL_NAMES.get(event.label, "-")).inc()
 
     # --- reads -------------------------------------------------------------------
 
