@@ -8,8 +8,10 @@ budget and structured output on top.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["system", "user", "assistant"]
@@ -104,7 +106,36 @@ class TransientLLMError(LLMError):
 
 
 class RateLimitedError(TransientLLMError):
-    pass
+    """A 429. ``retry_after_s``: how long the provider asked us to wait (its
+    ``Retry-After``), which the client's backoff honours, up to its longest delay."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+def retry_after_seconds(
+    headers: Mapping[str, str] | None, *, now: datetime | None = None
+) -> float | None:
+    """The wait a response's headers ask for: ``retry-after-ms`` (OpenAI's), else
+    ``Retry-After`` as seconds or as an HTTP date (RFC 9110, 10.2.3); None if absent or
+    unreadable, never negative."""
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    try:
+        if "retry-after-ms" in lowered:
+            return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
+        value = lowered.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = parsedate_to_datetime(value)
+            return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 class LLMTimeoutError(TransientLLMError):
@@ -153,10 +184,20 @@ class StructuredOutputError(LLMError):
         self.raw = raw
 
 
-def error_for_status(status: int, model: str, detail: str, key_setting: str) -> LLMError:
-    """The error type for an HTTP status from a vendor API: retry what may pass."""
+def error_for_status(
+    status: int,
+    model: str,
+    detail: str,
+    key_setting: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> LLMError:
+    """The error type for an HTTP status from a vendor API: retry what may pass.
+    ``headers``: the response's, for a 429's ``Retry-After``."""
     if status == 429:
-        return RateLimitedError(f"{model} is rate limited (429): {detail}")
+        return RateLimitedError(
+            f"{model} is rate limited (429): {detail}", retry_after_seconds(headers)
+        )
     if status == 408:
         return LLMTimeoutError(f"{model} timed out (408): {detail}")
     if status == 409 or status >= 500:

@@ -46,7 +46,13 @@ def map_gemini_error(exc: Exception, model: str) -> LLMError:
     if isinstance(exc, httpx.TransportError):
         return TransientLLMError(f"{model}: connection failed: {exc}")
     if isinstance(exc, genai_errors.APIError):
-        return error_for_status(exc.code, model, str(exc.message), "REAG_LLM_GEMINI_API_KEY")
+        return error_for_status(
+            exc.code,
+            model,
+            str(exc.message),
+            "REAG_LLM_GEMINI_API_KEY",
+            headers=getattr(getattr(exc, "response", None), "headers", None),
+        )
     return PermanentLLMError(f"{model}: unexpected error from google-genai: {exc!r}")
 
 

@@ -56,7 +56,13 @@ def map_openai_error(exc: Exception, model: str) -> LLMError:
     if isinstance(exc, openai.APIConnectionError):
         return TransientLLMError(f"{model}: connection failed: {exc}")
     if isinstance(exc, openai.APIStatusError):
-        return error_for_status(exc.status_code, model, str(exc), "REAG_LLM_OPENAI_API_KEY")
+        return error_for_status(
+            exc.status_code,
+            model,
+            str(exc),
+            "REAG_LLM_OPENAI_API_KEY",
+            headers=getattr(exc.response, "headers", None),
+        )
     return PermanentLLMError(f"{model}: unexpected error from the OpenAI SDK: {exc!r}")
 
 

@@ -20,8 +20,9 @@ from tenacity import (
     stop_after_attempt,
     wait_exponential_jitter,
 )
+from tenacity.wait import wait_base
 
-from reag.llm.base import TransientLLMError
+from reag.llm.base import RateLimitedError, TransientLLMError
 
 
 class ConcurrencyLimiter:
@@ -67,8 +68,28 @@ def retrying(
 
     return AsyncRetrying(
         stop=stop_after_attempt(max_retries + 1),
-        wait=wait_exponential_jitter(initial=initial_s, max=max_s, jitter=initial_s),
+        wait=HonourRetryAfter(
+            wait_exponential_jitter(initial=initial_s, max=max_s, jitter=initial_s), max_s
+        ),
         retry=retry_if_exception_type(TransientLLMError),
         before_sleep=before_sleep,
         reraise=True,
     )
+
+
+class HonourRetryAfter(wait_base):
+    """The backoff's delay, or longer when a 429 said how long to wait (its
+    ``Retry-After``), capped at ``max_s``: retrying sooner than asked only earns
+    another 429, and a provider that asks for an hour is a fault, not a wait."""
+
+    def __init__(self, backoff: wait_base, max_s: float) -> None:
+        self.backoff = backoff
+        self.max_s = max_s
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        delay = self.backoff(retry_state)
+        outcome = retry_state.outcome
+        error = outcome.exception() if outcome is not None and outcome.failed else None
+        if isinstance(error, RateLimitedError) and error.retry_after_s is not None:
+            delay = max(delay, min(error.retry_after_s, self.max_s))
+        return delay

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from reag.llm.base import (
     RateLimitedError,
     TransientLLMError,
     Usage,
+    retry_after_seconds,
 )
 from reag.llm.client import LLMClient
 from reag.llm.reliability import ConcurrencyLimiter
@@ -164,3 +166,46 @@ async def test_concurrency_limit_is_shared_by_clients_of_one_provider(
     totals = ledger.by_caller()
     assert totals[Caller("judge", "1")].calls == 4
     assert totals[Caller("oracle")].calls == 4
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"Retry-After": "3"}, 3.0),
+        ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5),
+        ({"Retry-After": "Thu, 03 Dec 2026 12:00:10 GMT"}, 10.0),
+        ({"Retry-After": "Thu, 03 Dec 2026 11:59:00 GMT"}, 0.0),  # a date already past
+        ({"Retry-After": "soon"}, None),
+        ({}, None),
+        (None, None),
+    ],
+)
+def test_retry_after_is_read_as_seconds_or_as_a_date(
+    headers: dict[str, str] | None, seconds: float | None
+) -> None:
+    now = datetime(2026, 12, 3, 12, 0, 0, tzinfo=UTC)
+    assert retry_after_seconds(headers, now=now) == seconds
+
+
+async def test_a_rate_limit_waits_as_long_as_its_retry_after_asks_up_to_the_longest_delay(
+    llm_settings: LLMSettings, ledger: CostLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    settings = llm_settings.model_copy(update={"backoff_initial_s": 0.01, "backoff_max_s": 5.0})
+    provider = FakeProvider(
+        model="fake:retry-after",
+        chat_script=failing_then_ok(
+            [RateLimitedError("429", retry_after_s=2.0), RateLimitedError("429", 60.0)]
+        ),
+    )
+    client = LLMClient(provider, settings=settings, ledger=ledger)
+
+    assert (await client.chat(HELLO)).text == "fine"
+    # the backoff alone would wait ~0.01-0.04 s; the provider asked for 2 s, then 60 s (capped)
+    assert slept[0] == pytest.approx(2.0, abs=0.05)
+    assert slept[1] == 5.0

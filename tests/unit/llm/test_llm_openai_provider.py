@@ -216,3 +216,16 @@ async def test_continuation_scoring_is_refused_naming_the_models_that_can() -> N
 def test_openai_without_a_key_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="REAG_LLM_OPENAI_API_KEY"):
         OpenAIProvider("gpt-4.1-mini", api_key=None, base_url=None, timeout_s=5)
+
+
+async def test_a_429_carries_the_wait_its_retry_after_header_asks_for() -> None:
+    provider, _ = provider_for(
+        lambda _b: httpx.Response(
+            429,
+            headers={"retry-after": "7"},
+            json={"error": {"message": "slow down", "type": "x"}},
+        )
+    )
+    with pytest.raises(RateLimitedError) as info:
+        await provider.chat([Message("user", "hi")])
+    assert info.value.retry_after_s == 7.0
