@@ -335,6 +335,30 @@ def test_keda_scales_each_tier_on_its_own_topic_and_consumer_group(
     assert "replicas" in deployments["oracle"]["spec"]
 
 
+def test_autoscaling_is_bounded_by_the_topics_partitions(
+    render: Render, helm_run: HelmRun
+) -> None:
+    """Replicas past the partitions would get no partition: the chart refuses them."""
+    manifests = render("components.judge-tier1.autoscaling.enabled=true")
+    (scaled,) = of_kind(manifests, "ScaledObject")
+    assert scaled["spec"]["maxReplicaCount"] == 12  # the chart's default partitions
+    proc = helm_run(
+        "template",
+        "r",
+        str(CHART),
+        "--set",
+        TOKEN_SECRET,
+        "--set",
+        "components.judge-tier1.autoscaling.enabled=true",
+        "--set",
+        "kafka.partitions=4",
+    )
+    assert proc.returncode != 0
+    message = " ".join(proc.stderr.split())
+    assert "components.judge-tier1.autoscaling.maxReplicas is 12" in message
+    assert "kafka.partitions=4" in message
+
+
 def test_keda_authenticates_with_the_services_kafka_credentials(render: Render) -> None:
     manifests = render(
         "components.judge-tier1.autoscaling.enabled=true",

@@ -221,6 +221,9 @@ hpa:  an autoscaling/v2 HPA on the external metric reag_consumer_lag_messages,
 {{- $topic := required (printf "components.%s.autoscaling.topic is required when autoscaling is enabled" .name) $a.topic }}
 {{- $group := required (printf "components.%s.autoscaling.consumerGroup is required when autoscaling is enabled" .name) $a.consumerGroup }}
 {{- $kafka := $root.Values.kafka }}
+{{- if gt (int $a.maxReplicas) (int $kafka.partitions) }}
+{{- fail (printf "components.%s.autoscaling.maxReplicas is %v but reag's topics have kafka.partitions=%v: a consumer group gives each partition to one replica, so replicas past %v would sit idle while the lag grows. Lower maxReplicas, or raise kafka.partitions (topics the chart's job creates; existing topics must be altered on the broker)." .name $a.maxReplicas $kafka.partitions $kafka.partitions) }}
+{{- end }}
 {{- $sasl := hasPrefix "SASL" $kafka.securityProtocol }}
 {{- $tls := or (eq $kafka.securityProtocol "SSL") (eq $kafka.securityProtocol "SASL_SSL") }}
 {{- if eq $a.mode "keda" }}
