@@ -36,7 +36,7 @@ from reag.llm.base import (
     Usage,
 )
 from reag.llm.prices import PriceTable
-from reag.llm.reliability import ConcurrencyLimiter, retrying
+from reag.llm.reliability import ConcurrencyLimiter, RateLimit, estimated_tokens, retrying
 from reag.llm.settings import LLMSettings
 from reag.llm.tracing import Prompt, llm_span
 from reag.metrics import LLM_BUDGET_REMAINING, LLM_LATENCY, LLM_RETRIES
@@ -93,6 +93,7 @@ class LLMClient:
         prices: PriceTable | None = None,
         ledger: CostLedger | None = None,
         limiter: ConcurrencyLimiter | None = None,
+        rate: RateLimit | None = None,
     ) -> None:
         self.provider = provider
         self.caller = caller or Caller()
@@ -101,6 +102,7 @@ class LLMClient:
         self.price = self.prices.lookup(provider.model)  # an unpriced model fails here, early
         self.ledger = ledger or default_ledger()
         self.limiter = limiter or ConcurrencyLimiter(self.settings.concurrency)
+        self.rate = rate or rate_limit_for(self.settings)
 
     @property
     def model(self) -> str:
@@ -115,6 +117,7 @@ class LLMClient:
             prices=self.prices,
             ledger=self.ledger,
             limiter=self.limiter,
+            rate=self.rate,
         )
 
     # --- the machinery every call goes through ---------------------------------
@@ -174,6 +177,7 @@ class LLMClient:
         local = self.model.startswith("local:")
         limit_s = (s.local_timeout_s if local else s.timeout_s) * attempts_scale
         setting = "REAG_LLM_LOCAL_TIMEOUT_S" if local else "REAG_LLM_TIMEOUT_S"
+        tokens = estimated_tokens(prompt, int((request or {}).get("max_tokens") or 0))
         started = time.perf_counter()
         try:
             async with self.limiter.slot():
@@ -197,6 +201,7 @@ class LLMClient:
                         on_retry=on_retry,
                     ):
                         with attempt:
+                            await self.rate.admit(tokens)  # every try is a request
                             try:
                                 async with asyncio.timeout(limit_s):
                                     result = await call()
@@ -404,3 +409,10 @@ class LLMClient:
 
     async def aclose(self) -> None:
         await self.provider.aclose()
+
+
+def rate_limit_for(settings: LLMSettings) -> RateLimit:
+    """This process's share of the provider's requests and tokens per minute."""
+    return RateLimit(
+        settings.requests_per_minute, settings.tokens_per_minute, replicas=settings.replicas
+    )

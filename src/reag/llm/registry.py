@@ -19,10 +19,10 @@ from pathlib import Path
 
 from reag.llm.accounting import Caller, default_ledger
 from reag.llm.base import ConfigurationError, Provider
-from reag.llm.client import LLMClient
+from reag.llm.client import LLMClient, rate_limit_for
 from reag.llm.llama_engine import LlamaEngine
 from reag.llm.prices import PriceTable
-from reag.llm.reliability import ConcurrencyLimiter
+from reag.llm.reliability import ConcurrencyLimiter, RateLimit
 from reag.llm.scripted import SCRIPTED
 from reag.llm.settings import LLMSettings
 
@@ -31,6 +31,7 @@ PROVIDERS = ("openai", "gemini", "local")
 _lock = threading.Lock()
 _engines: dict[tuple[str, Path, int, int, int | None, int], LlamaEngine] = {}
 _limiters: dict[str, ConcurrencyLimiter] = {}
+_rates: dict[str, RateLimit] = {}
 _prices: dict[Path | None, PriceTable] = {}
 
 
@@ -145,6 +146,20 @@ def _shared_limiter(provider: Provider, settings: LLMSettings) -> ConcurrencyLim
         return limiter
 
 
+def _shared_rate(provider: Provider, settings: LLMSettings) -> RateLimit:
+    """One rate limit per model and endpoint in a process, shared by its clients."""
+    base = getattr(provider, "base_url", None) or ""
+    key = (
+        f"{provider.model}@{base}#{settings.requests_per_minute}/{settings.tokens_per_minute}"
+        f"/{settings.replicas}"
+    )
+    with _lock:
+        rate = _rates.get(key)
+        if rate is None:
+            rate = _rates[key] = rate_limit_for(settings)
+        return rate
+
+
 def _price_table(settings: LLMSettings) -> PriceTable:
     with _lock:
         table = _prices.get(settings.prices_file)
@@ -173,4 +188,5 @@ def make_client(
         prices=_price_table(settings),
         ledger=default_ledger(),
         limiter=_shared_limiter(provider, settings),
+        rate=_shared_rate(provider, settings),
     )

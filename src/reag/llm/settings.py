@@ -144,6 +144,33 @@ class LLMSettings(BaseSettings):
         ge=1,
         description="Calls in flight at once per provider in one process.",
     )
+    requests_per_minute: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Requests per minute the provider allows for each model, every replica together "
+            "(retries count); each process keeps to its share, 1 / REAG_LLM_REPLICAS. "
+            "Unset: no limit but REAG_LLM_CONCURRENCY."
+        ),
+    )
+    tokens_per_minute: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Tokens per minute the provider allows for each model, every replica together; a "
+            "request counts its prompt (about 4 characters a token) and its max_tokens "
+            "before it is sent. Each process keeps to 1 / REAG_LLM_REPLICAS of it."
+        ),
+    )
+    replicas: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "How many processes share REAG_LLM_REQUESTS_PER_MINUTE and "
+            "REAG_LLM_TOKENS_PER_MINUTE: the most replicas that call the model at once "
+            "(an autoscaler's maxReplicas), so that together they never exceed the limits."
+        ),
+    )
     budget_usd: float | None = Field(
         default=None,
         ge=0,

@@ -22,7 +22,7 @@ from reag.llm.base import (
     retry_after_seconds,
 )
 from reag.llm.client import LLMClient
-from reag.llm.reliability import ConcurrencyLimiter
+from reag.llm.reliability import ConcurrencyLimiter, RateLimit, estimated_tokens
 from reag.llm.scripted import FakeProvider
 from reag.llm.settings import LLMSettings
 
@@ -209,3 +209,54 @@ async def test_a_rate_limit_waits_as_long_as_its_retry_after_asks_up_to_the_long
     # the backoff alone would wait ~0.01-0.04 s; the provider asked for 2 s, then 60 s (capped)
     assert slept[0] == pytest.approx(2.0, abs=0.05)
     assert slept[1] == 5.0
+
+
+async def admitted_within(rate: RateLimit, tokens: int, seconds: float = 0.2) -> bool:
+    try:
+        await asyncio.wait_for(rate.admit(tokens), seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def test_each_replica_keeps_to_its_share_of_the_requests_per_minute() -> None:
+    rate = RateLimit(requests_per_minute=6, tokens_per_minute=None, replicas=2)
+    assert rate.requests_per_minute == 3
+    assert [await admitted_within(rate, 10) for _ in range(3)] == [True, True, True]
+    assert not await admitted_within(rate, 10)  # the fourth waits for the minute to turn
+
+
+async def test_tokens_per_minute_count_each_requests_estimated_tokens() -> None:
+    rate = RateLimit(requests_per_minute=None, tokens_per_minute=1000, replicas=1)
+    assert await admitted_within(rate, 600)
+    assert not await admitted_within(rate, 600)  # 1,200 > 1,000 this minute
+    # one request larger than the whole minute waits for a full bucket, not forever
+    fresh = RateLimit(requests_per_minute=None, tokens_per_minute=100)
+    assert await admitted_within(fresh, 5000)
+
+
+async def test_no_limit_set_admits_at_once() -> None:
+    rate = RateLimit(None, None)
+    assert not rate.limited
+    assert all([await admitted_within(rate, 10**6) for _ in range(100)])
+
+
+def test_a_requests_tokens_are_its_prompt_at_four_characters_a_token_plus_its_completion() -> None:
+    assert estimated_tokens("x" * 400, 50) == 150
+    assert estimated_tokens([Message("system", "x" * 8), Message("user", "y" * 5)], 0) == 4
+    assert estimated_tokens(None, 7) == 7
+
+
+async def test_every_try_of_a_call_counts_against_the_requests_per_minute(
+    llm_settings: LLMSettings, ledger: CostLedger
+) -> None:
+    settings = llm_settings.model_copy(update={"requests_per_minute": 2.0})
+    provider = FakeProvider(
+        model="fake:rpm", chat_script=failing_then_ok([RateLimitedError("429")])
+    )
+    client = LLMClient(provider, settings=settings, ledger=ledger)
+    assert (await client.chat(HELLO)).text == "fine"  # two requests: the 429 and the retry
+    assert len(provider.calls) == 2
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(client.chat(HELLO), 0.2)  # a third must wait for the minute
+    assert len(provider.calls) == 2
