@@ -335,9 +335,7 @@ def test_keda_scales_each_tier_on_its_own_topic_and_consumer_group(
     assert "replicas" in deployments["oracle"]["spec"]
 
 
-def test_autoscaling_is_bounded_by_the_topics_partitions(
-    render: Render, helm_run: HelmRun
-) -> None:
+def test_autoscaling_is_bounded_by_the_topics_partitions(render: Render, helm_run: HelmRun) -> None:
     """Replicas past the partitions would get no partition: the chart refuses them."""
     manifests = render("components.judge-tier1.autoscaling.enabled=true")
     (scaled,) = of_kind(manifests, "ScaledObject")
