@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reag import metrics
 from reag.calibration.store import EXCHANGEABLE, CalibrationStore, item_from_review
@@ -46,6 +46,9 @@ class Recalibrator:
     cascade: CascadeSettings
     spec: FitSpec
     every: int
+    # One refit of an app at a time: with reviews in flight together, each would
+    # otherwise see M new labels and start its own refit of the same app.
+    _refits: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def audits(self) -> AuditStore:
@@ -70,18 +73,21 @@ class Recalibrator:
                 item.item_id,
             )
             return []
-        due = await asyncio.to_thread(self.new_labels, app)
-        if due < self.every:
-            log.info(
-                "calibrator: %s labelled %s (%d/%d new labels before recalibrating)",
-                app,
-                item.item_id,
-                due,
-                self.every,
-            )
-            return []
-        result = await self.recalibrate(app)
-        await asyncio.to_thread(self.watch_trust, app)  # a new epoch begins
+        async with self._refits.setdefault(app, asyncio.Lock()):
+            # Counted under the lock: a refit that ran while this review waited took its
+            # label in, and the count starts again from that refit.
+            due = await asyncio.to_thread(self.new_labels, app)
+            if due < self.every:
+                log.info(
+                    "calibrator: %s labelled %s (%d/%d new labels before recalibrating)",
+                    app,
+                    item.item_id,
+                    due,
+                    self.every,
+                )
+                return []
+            result = await self.recalibrate(app)
+            await asyncio.to_thread(self.watch_trust, app)  # a new epoch begins
         return result.thresholds
 
     def new_labels(self, app: str) -> int:

@@ -7,6 +7,7 @@ The calibrator service only decodes reviews around ``on_review``
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,22 @@ async def test_stored_thresholds_are_republished_only_for_the_judges_that_run_no
     assert other_models.current_thresholds() == []
     fewer_tiers = Recalibrator(store, clients()[:1], CASCADE, SPEC, every=1)
     assert [t.tier for t in fewer_tiers.current_thresholds()] == [1]
+
+
+async def test_reviews_in_flight_together_refit_the_app_once(store: CalibrationStore) -> None:
+    """Events in flight (REAG_DELIVERY__MAX_IN_FLIGHT): eight reviews at once, M = 4.
+    Each sees at least M new labels once its own is stored; the refits are one at a time,
+    and each counts again under the lock, so eight labels make at most two refits."""
+    recalibrator = Recalibrator(store, clients(), CASCADE, SPEC, every=4)
+    runs: list[str] = []
+    refit = recalibrator.recalibrate
+
+    async def counted(app: str, *, trigger: str = "reviews") -> object:
+        runs.append(app)
+        return await refit(app, trigger=trigger)
+
+    object.__setattr__(recalibrator, "recalibrate", counted)
+    outcomes = await asyncio.gather(*(recalibrator.on_review(review(i)) for i in range(8)))
+    assert 1 <= len(runs) <= 2
+    assert sum(1 for thresholds in outcomes if thresholds) == len(runs)
+    assert recalibrator.new_labels(APP) < 4
