@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 from sqlalchemy import ColumnElement, Engine, delete, func, select
 from sqlalchemy import case as when
@@ -195,7 +195,7 @@ class LedgerStore:
         self._backfill_figures()
 
     @classmethod
-    def open(cls, dsn: str) -> LedgerStore:
+    def open(cls, dsn: str) -> Self:
         """Creates the ledger's tables if missing."""
         return cls(make_engine(dsn))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from faststream.kafka import KafkaRouter
 from typer.testing import CliRunner
 
-from reag.ledger.store import LedgerStore, LedgerUpdate
+from reag.ledger.store import LedgerEvent, LedgerStore, LedgerUpdate
 from reag.v1 import events_pb2 as pb
 from services.kit.admin import ensure_topics
 from services.kit.broker import make_broker
@@ -40,15 +41,16 @@ SECRET_QUERY = "my private question about my kidneys"
 
 
 class OnceBrokenStore(LedgerStore):
-    """A ledger store with a bug that shows once: the first verdict it records raises."""
+    """A ledger store with a bug in recording verdicts until ``broken`` is cleared (the
+    fix), whether the verdict comes in a batch or alone (the ledger writes by group
+    commit, and writes a failed batch's events again one by one)."""
 
     broken = True
 
-    def record_verdict(self, verdict: pb.Verdict) -> LedgerUpdate:
-        if self.broken:
-            self.broken = False
+    def record_many(self, events: Sequence[LedgerEvent]) -> list[LedgerUpdate]:
+        if self.broken and any(isinstance(e, pb.Verdict) for e in events):
             raise KeyError("a bug that is fixed by the time of the replay")
-        return super().record_verdict(verdict)
+        return super().record_many(events)
 
 
 def reag_cli(*args: str) -> Any:
@@ -156,6 +158,7 @@ async def test_dlq_list_show_and_replay_round_trip(
         assert [x.meta.case_id for x in outputs] == [late_case]
 
         # The ledger's bug is fixed; the verdict is replayed twice: one result, one row.
+        store.broken = False
         for _ in range(2):
             again = await reag_cli(
                 "dlq", "replay", "--app", ledger_app, "--bootstrap", kafka_bootstrap, "--json"
