@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from reag.corpus.model import Document
 from reag.retrieval.intention import intention_text
+from reag.retrieval.query_batching import QueryEncoder
 from reag.v1 import events_pb2 as pb
 
 Matrix = npt.NDArray[np.float32]
@@ -140,6 +141,7 @@ class EmbeddingKernel:
         self.passage_words = passage_words
         self._vectors: dict[str, dict[str, Matrix]] = {}
         self._lock = threading.Lock()
+        self.queries = QueryEncoder(self.embedder)
 
     def _disk_path(self, app: str) -> Path | None:
         if self.cache_dir is None:
@@ -192,11 +194,18 @@ class EmbeddingKernel:
         if not documents:
             return []
         matrices = self.passage_matrices(documents)
-        query = self.embedder.encode([text])[0]
-        stacked = np.concatenate(matrices)
-        similarities = stacked @ query
-        bounds = np.cumsum([0, *(len(m) for m in matrices)])
-        return [float(similarities[a:b].max()) for a, b in itertools.pairwise(bounds)]
+        return _best_passage(self.embedder.encode([text])[0], matrices)
 
     async def score(self, intention: pb.Intention, documents: Sequence[Document]) -> list[float]:
-        return await asyncio.to_thread(self.cosine, intention_text(intention), documents)
+        """As ``cosine``, with the intention encoded together with the others waiting then."""
+        if not documents:
+            return []
+        matrices = await asyncio.to_thread(self.passage_matrices, documents)
+        query = await self.queries.encode(intention_text(intention))
+        return _best_passage(query, matrices)
+
+
+def _best_passage(query: Matrix, matrices: Sequence[Matrix]) -> list[float]:
+    similarities = np.concatenate(matrices) @ query
+    bounds = np.cumsum([0, *(len(m) for m in matrices)])
+    return [float(similarities[a:b].max()) for a, b in itertools.pairwise(bounds)]
