@@ -48,12 +48,20 @@ async def _started(encoder: GatedEncoder) -> None:
     assert await asyncio.to_thread(encoder.started.wait, 10)
 
 
+async def _held_in_the_model(
+    queries: QueryEncoder, model: GatedEncoder, text: str
+) -> asyncio.Future[npt.NDArray[np.float32]]:
+    """An encode of ``text`` that the closed gate holds in the model: what follows waits."""
+    model.gate.clear()
+    held = asyncio.ensure_future(queries.encode(text))
+    await _started(model)
+    return held
+
+
 async def test_queries_that_wait_during_an_encode_go_to_the_model_as_one_batch() -> None:
     model = GatedEncoder()
-    model.gate.clear()
     queries = QueryEncoder(model)
-    first = asyncio.ensure_future(queries.encode("a"))
-    await _started(model)
+    first = await _held_in_the_model(queries, model, "a")
     rest = [asyncio.ensure_future(queries.encode("b" * n)) for n in range(2, 12)]
     await asyncio.sleep(0.01)
     model.gate.set()
@@ -81,10 +89,8 @@ async def test_a_batch_never_exceeds_max_batch_and_every_text_gets_its_own_vecto
 
 async def test_a_failed_encode_fails_its_batch_only() -> None:
     model = GatedEncoder(fail_on="bad")
-    model.gate.clear()
     queries = QueryEncoder(model)
-    blocker = asyncio.ensure_future(queries.encode("first"))
-    await _started(model)
+    blocker = await _held_in_the_model(queries, model, "first")
     failing = [asyncio.ensure_future(queries.encode(t)) for t in ("ok", "bad")]
     await asyncio.sleep(0.01)
     model.gate.set()
@@ -96,10 +102,8 @@ async def test_a_failed_encode_fails_its_batch_only() -> None:
 
 async def test_a_caller_that_gave_up_while_waiting_is_not_encoded() -> None:
     model = GatedEncoder()
-    model.gate.clear()
     queries = QueryEncoder(model)
-    blocker = asyncio.ensure_future(queries.encode("first"))
-    await _started(model)
+    blocker = await _held_in_the_model(queries, model, "first")
     gone = asyncio.ensure_future(queries.encode("gone"))
     kept = asyncio.ensure_future(queries.encode("kept"))
     await asyncio.sleep(0.01)
