@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from reag.corpus.model import Document
     from reag.judging.exemplars import AnnotatorSets
     from reag.llm.client import LLMClient
+    from reag.oracle.grounding import CriteriaSource
     from reag.retrieval.retriever import RetrieverConfig
     from reag.v1 import events_pb2 as pb
 
@@ -142,6 +143,21 @@ def oracle_prompt_version() -> str:
         OracleDraft.model_json_schema(),
         repr(PromptLimits()),
         [checks.FORBIDDING.pattern, decidability.UNDECIDABLE.pattern, checks.DUPLICATE_JACCARD],
+    )
+
+
+def grounding_version(source: str) -> str:
+    """What decides the quoted criteria: the source and the grounding module's rules."""
+    from reag import decidability
+    from reag.oracle import grounding
+
+    return f"criteria-{source}-" + digest(
+        grounding.MAX_GROUNDED,
+        grounding.MIN_SENTENCE_WORDS,
+        sorted(grounding.FACT_KINDS),
+        grounding._SENTENCE_END.pattern,
+        grounding._MODAL.pattern,
+        decidability.UNDECIDABLE.pattern,
     )
 
 
@@ -253,6 +269,7 @@ class Runner:
         clients: Clients,
         annotators: AnnotatorSets,
         retriever_config: RetrieverConfig | None = None,
+        criteria: CriteriaSource = "draft",
     ) -> None:
         from reag.corpus.model import corpus_version
         from reag.judging.prompt import PROMPT_VERSION as JUDGE_VERSION
@@ -268,6 +285,7 @@ class Runner:
         self.clients = clients
         self.annotators = annotators
         self.config = retriever_config or RetrieverConfig()
+        self.criteria = criteria
         self._retriever: Any = None
         self.keys = {
             "retrieval": digest(
@@ -278,6 +296,8 @@ class Runner:
             "judge": digest(
                 model_identity(models.judge),
                 f"{JUDGE_VERSION}/n{JUDGE_N}k{JUDGE_K}s0/{annotators.digest()[:16]}",
+                # The checked draft's criteria keep the key they had before grounding existed.
+                *([] if criteria == "draft" else [grounding_version(criteria)]),
             ),
         }
 
@@ -285,31 +305,44 @@ class Runner:
         """A stage's key chains every earlier stage's: a change upstream reruns what follows."""
         return digest(*(self.keys[s] for s in STAGES[: STAGES.index(stage) + 1]))
 
+    async def _stage(
+        self, stage: str, case: Case, intention: pb.Intention, out: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        """One stage's output: stored under its key, or made now and stored."""
+        key = self.key(stage)
+        stored = self.store.get(stage, case.id, key)
+        if stored is None:
+            started = time.perf_counter()
+            stored = await getattr(self, f"_{stage}")(intention, out)
+            stored["seconds"] = round(time.perf_counter() - started, 3)
+            self.store.put(stage, case.id, key, stored)
+        out[stage] = stored
+        return stored
+
+    async def retrieve(self, case: Case) -> list[str]:
+        """The documents the retrieval stage keeps for ``case`` (no model call)."""
+        intention = intention_of(case, self.app, self.documents)
+        stored = await self._stage("retrieval", case, intention, {})
+        return list(stored["selected"])
+
     async def run(self, case: Case) -> CaseRun:
         intention = intention_of(case, self.app, self.documents)
         seconds = 0.0
         calls = 0
         out: dict[str, dict[str, Any]] = {}
         for stage in STAGES:
-            key = self.key(stage)
-            stored = self.store.get(stage, case.id, key)
-            if stored is None:
-                started = time.perf_counter()
-                stored = await getattr(self, f"_{stage}")(intention, out)
-                stored["seconds"] = round(time.perf_counter() - started, 3)
-                self.store.put(stage, case.id, key, stored)
-            out[stage] = stored
+            stored = await self._stage(stage, case, intention, out)
             seconds += float(stored.get("seconds", 0.0))
             calls += int(stored.get("calls", 0))
         return CaseRun(
             case,
             out["retrieval"]["selected"],
-            out["oracle"]["criteria"],
+            out["judge"].get("criteria") or out["oracle"]["criteria"],
             [float(sum(p) / len(p)) for p in out["judge"]["p_yes"]],
             seconds,
             calls,
             out["oracle"].get("raw_criteria") or out["oracle"]["criteria"],
-            out["oracle"].get("sources") or [],
+            out["judge"].get("sources") or out["oracle"].get("sources") or [],
         )
 
     async def _retrieval(self, intention: pb.Intention, _: dict[str, Any]) -> dict[str, Any]:
@@ -378,6 +411,7 @@ class Runner:
         from reag.judging.judge import JudgeConfig, TierJudge
         from reag.llm.base import Usage
         from reag.oracle.checks import check_draft, rule_texts
+        from reag.oracle.grounding import judged_criteria
         from reag.oracle.prompt import PromptLimits, used_documents
         from reag.oracle.schema import OracleDraft
         from reag.oracle.writer import WrittenOracle, judge_requests, oracle_event
@@ -387,11 +421,11 @@ class Runner:
         draft = OracleDraft.model_validate(out["oracle"]["draft"])
         documents = used_documents(interpretation, PromptLimits())
         shown = [d.doc_id for d in documents]
-        checked = check_draft(
-            draft, shown, query=interpretation.intention.query, rules=rule_texts(documents)
-        )
+        query = interpretation.intention.query
+        checked = check_draft(draft, shown, query=query, rules=rule_texts(documents))
+        criteria = judged_criteria(self.criteria, checked.criteria, documents, query)
         written = WrittenOracle(
-            draft, checked.criteria, checked.counts, self.models.oracle, 1, 0, Usage(), 0.0
+            draft, criteria, checked.counts, self.models.oracle, 1, 0, Usage(), 0.0
         )
         judge = TierJudge(
             self.clients(self.models.judge),
@@ -404,7 +438,13 @@ class Runner:
             judgement = await judge.judge(request)
             p_yes.append([round(p, 6) for p in judgement.p_yes])
             calls += judgement.n_calls
-        return {"p_yes": p_yes, "prompt_version": judge.prompt_version, "calls": calls}
+        return {
+            "p_yes": p_yes,
+            "prompt_version": judge.prompt_version,
+            "calls": calls,
+            "criteria": [c.text for c in criteria],
+            "sources": [list(c.sources) for c in criteria],
+        }
 
 
 # ---------------------------------------------------------------- the fixed checkers
@@ -630,6 +670,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench cases", description=__doc__)
     parser.add_argument("--apps", nargs="+", default=list(CASE_FILES), choices=list(CASE_FILES))
     parser.add_argument("--slice", type=int, default=None, help="First N cases of each app.")
+    parser.add_argument(
+        "--cases", nargs="+", default=None, help="Also these case ids, beyond the slice."
+    )
     parser.add_argument("--model", default=DEFAULT_MODEL, help="Every stage's model.")
     parser.add_argument("--reasoning-model", default=None)
     parser.add_argument("--oracle-model", default=None)
@@ -638,7 +681,31 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--stats-only", action="store_true", help="Only cases whose every stage is stored."
     )
+    parser.add_argument(
+        "--criteria",
+        nargs="+",
+        default=["draft"],
+        choices=["draft", "rules", "both"],
+        help="Where the judged criteria come from (reag.oracle.grounding); several are "
+        "printed side by side from the same stored retrieval, reasoning and oracle stages.",
+    )
+    parser.add_argument(
+        "--retrieval-only",
+        action="store_true",
+        help="Must-check recall of the retrieval stage on every case (no model call).",
+    )
+    parser.add_argument(
+        "--retrieval-k", type=int, default=None, help="With --retrieval-only: a fixed k to try."
+    )
     return parser.parse_args(list(argv))
+
+
+def chosen_cases(cases: Sequence[Case], args: argparse.Namespace) -> list[Case]:
+    """The first ``--slice`` cases and the ``--cases`` named, in the set's order; all if neither."""
+    named = set(getattr(args, "cases", None) or ())
+    if not args.slice and not named:
+        return list(cases)
+    return [c for i, c in enumerate(cases) if (args.slice and i < args.slice) or c.id in named]
 
 
 def default_factory(model: str) -> LLMClient:
@@ -654,6 +721,7 @@ async def run_app(
     args: argparse.Namespace,
     factory: Callable[[str], LLMClient] = default_factory,
     retriever_config: RetrieverConfig | None = None,
+    criteria: CriteriaSource = "draft",
 ) -> tuple[list[CaseRun], Runner]:
     from bench.scoring import pinned_sets
     from reag.corpus.manifest import load_manifest
@@ -677,8 +745,9 @@ async def run_app(
         clients=clients,
         annotators=annotators,
         retriever_config=retriever_config,
+        criteria=criteria,
     )
-    cases = case_set.cases[: args.slice] if args.slice else case_set.cases
+    cases = chosen_cases(case_set.cases, args)
     runs = []
     try:
         for case in cases:
@@ -692,17 +761,66 @@ async def run_app(
 
 def main(argv: Sequence[str]) -> None:
     args = parse(argv)
+    if args.retrieval_only:
+        for app in args.apps:
+            print(asyncio.run(retrieval_recall(app, args)), flush=True)
+        return
     for app in args.apps:
-        runs, runner = asyncio.run(run_app(app, args))
-        prompt_version = (
-            runner.store.get("judge", runs[0].case.id, runner.key("judge")) if runs else None
-        )
-        calibrated = (
-            cross_fitted_thresholds(runs, runner.models.judge, prompt_version["prompt_version"])
-            if prompt_version
-            else None
-        )
-        print(report(app, runs, list(runner.by_address), calibrated), flush=True)
+        for source in args.criteria:
+            runs, runner = asyncio.run(run_app(app, args, criteria=source))
+            prompt_version = (
+                runner.store.get("judge", runs[0].case.id, runner.key("judge")) if runs else None
+            )
+            calibrated = (
+                cross_fitted_thresholds(runs, runner.models.judge, prompt_version["prompt_version"])
+                if prompt_version
+                else None
+            )
+            print(f"[criteria: {source}]", flush=True)
+            print(report(app, runs, list(runner.by_address), calibrated), flush=True)
+
+
+async def retrieval_recall(app: str, args: argparse.Namespace) -> str:
+    """Must-check recall of the retrieval stage alone, on every case: no model call.
+
+    The oracle can only cite what retrieval kept, so this bounds must-check coverage.
+    """
+    from reag.corpus.manifest import load_manifest
+
+    case_set = load_case_set(CASE_FILES[app])
+    documents = load_manifest(CASE_FILES[app].parent / "app.yaml").load_documents()
+    from bench.scoring import pinned_sets
+    from reag.retrieval.retriever import RetrieverConfig
+
+    config = None if args.retrieval_k is None else RetrieverConfig(k=args.retrieval_k)
+    _, (annotators,) = pinned_sets([JUDGE_N], JUDGE_K)
+    models = Models(args.model, args.model, args.model)
+    runner = Runner(
+        app,
+        documents,
+        Store.open(args.store / f"{app}.jsonl"),
+        models=models,
+        clients=Clients(default_factory),
+        annotators=annotators,
+        retriever_config=config,
+    )
+    cases = chosen_cases(case_set.cases, args)
+    found = must = kept = 0
+    by_kind: dict[str, list[int]] = {}
+    for case in cases:
+        selected = set(await runner.retrieve(case))
+        hits = len(selected & set(case.must_check))
+        found, must, kept = found + hits, must + len(case.must_check), kept + len(selected)
+        tally = by_kind.setdefault(case.kind or "PASS (good response)", [0, 0])
+        tally[0] += hits
+        tally[1] += len(case.must_check)
+    lines = [
+        f"{app}{' (held out)' if app in HELD_OUT else ''}: {len(cases)} cases, retrieval "
+        f"keeps {kept / max(1, len(cases)):.1f} documents a case; must-check recall "
+        f"{Rate(found, must)}"
+    ]
+    lines += [f"    {kind:26} {Rate(k, n)}" for kind, (k, n) in sorted(by_kind.items())]
+    return "\n".join(lines)
 
 
 def run() -> None:

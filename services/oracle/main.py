@@ -21,6 +21,7 @@ def build_writer(settings: OracleSettings) -> OracleWriter:
         temperature=settings.oracle_temperature,
         retry_temperature=settings.oracle_retry_temperature,
         max_tokens=settings.oracle_max_tokens,
+        criteria=settings.oracle_criteria,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from reag.oracle.grounding import CriteriaSource
 from reag.oracle.prompt import PromptLimits
 from services.kit.settings import ServiceSettings
 
@@ -31,6 +32,15 @@ class OracleSettings(ServiceSettings):
     )
     oracle_max_tokens: int = Field(
         default=1400, ge=128, description="Token limit per attempt (7 criteria of 5 fields)."
+    )
+    oracle_criteria: CriteriaSource = Field(
+        default="draft",
+        description=(
+            "Where the judged criteria come from (REAG_ORACLE_CRITERIA): the model's checked "
+            "draft, sentences quoted from the shown rules (reag.oracle.grounding), or the "
+            "draft followed by quoted rules of the documents it left uncited. Chosen by "
+            "`python -m bench cases --criteria` (docs/cases.md)."
+        ),
     )
     oracle_max_documents: int = Field(
         default=8, ge=1, description="Retrieved documents quoted in the prompt."

@@ -21,6 +21,7 @@ from reag.ids import criterion_id_for, oracle_id_for
 from reag.llm.base import StructuredOutputError, Usage
 from reag.llm.client import LLMClient
 from reag.oracle.checks import CheckCounts, CheckedCriterion, check_draft, rule_texts
+from reag.oracle.grounding import CriteriaSource, judged_criteria
 from reag.oracle.prompt import PromptLimits, build_messages, cited_evidence, used_documents
 from reag.oracle.schema import OracleDraft
 from reag.v1 import events_pb2 as pb
@@ -56,6 +57,7 @@ class OracleWriter:
     temperature: float = 0.0
     retry_temperature: float = 0.7
     max_tokens: int = 1400  # up to 7 criteria of five fields each
+    criteria: CriteriaSource = "draft"
 
     async def write(self, interpretation: pb.Interpretation) -> WrittenOracle:
         messages = build_messages(interpretation, self.limits)
@@ -83,10 +85,10 @@ class OracleWriter:
             calls += result.n_calls
             usage = usage + result.usage
             cost += result.cost_usd
-            checked = check_draft(
-                result.value, shown, query=interpretation.intention.query, rules=rules
-            )
-            if not checked.criteria:
+            query = interpretation.intention.query
+            checked = check_draft(result.value, shown, query=query, rules=rules)
+            criteria = judged_criteria(self.criteria, checked.criteria, documents, query)
+            if not criteria:
                 # Counts only: they name checks, never the draft's or the user's text.
                 log.warning(
                     "oracle: attempt %d left no criterion after the checks: %s",
@@ -100,7 +102,7 @@ class OracleWriter:
                 continue
             return WrittenOracle(
                 result.value,
-                checked.criteria,
+                criteria,
                 checked.counts,
                 self.client.model,
                 attempt,

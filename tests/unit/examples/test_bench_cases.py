@@ -67,6 +67,19 @@ def test_stages_are_stored_and_a_rerun_reads_them_without_a_model(
     with pytest.raises(AssertionError, match="scripted:other-n3"):
         asyncio.run(run_app("banking", args, _refuse, BM25))
 
+    # Criteria quoted from the shown rules instead of the draft's: again only the judge
+    # stage is redone, and every criterion cites one document retrieval kept.
+    args.judge_model = None
+    with pytest.raises(AssertionError, match="scripted:n3"):
+        asyncio.run(run_app("banking", args, _refuse, BM25, criteria="rules"))
+    quoted, _ = asyncio.run(run_app("banking", args, default_factory, BM25, criteria="rules"))
+    for run in quoted:
+        assert run.sources
+        assert len(run.sources) == len(run.criteria) == len(run.p_yes)
+        assert all(len(s) == 1 and s[0] in run.selected for s in run.sources)
+        assert all(c.startswith("PASS if the response ") for c in run.criteria)
+        assert run.criteria != runs[0].criteria
+
 
 def _case(expected: str, must: tuple[str, ...] = ("requirement/FR-01",)) -> Case:
     failing = expected == "FAIL"
