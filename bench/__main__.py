@@ -24,6 +24,7 @@ MODULES = (
     "bench.redaction",
     "bench.trust",
     "bench.trust_stack",
+    "bench.day_one",
     "bench.pipeline",
     "bench.injection",
     "bench.cases",

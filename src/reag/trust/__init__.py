@@ -7,7 +7,9 @@ deployment, from a uniform random sample of criteria that every tier scores
 and a person labels (``audit``): an anytime-valid upper bound on the live
 risk and a change detector (``sequence``), drift tests against the
 calibration set on a declared schedule (``drift``), and the per-tier report
-that the calibrator exports as gauges and ``reag trust`` prints (``monitor``).
+that the calibrator exports as gauges and ``reag trust`` prints (``monitor``),
+and the day-one lifecycle of a threshold borrowed from other apps, certified or
+withdrawn by the new app's own audits (``provisional``).
 """
 
 from reag.trust.audit import DEFAULT_AUDIT_RATE, audit_draw, is_audit
@@ -22,6 +24,13 @@ from reag.trust.monitor import (
     deciding_tier,
     risk_report,
     trust_report,
+)
+from reag.trust.provisional import (
+    ProvisionalStanding,
+    Standing,
+    labels_to_certify,
+    least_abstention,
+    standing,
 )
 from reag.trust.sequence import (
     ChangeDetector,
@@ -38,7 +47,9 @@ __all__ = [
     "DriftCheck",
     "DriftKind",
     "LabelledScores",
+    "ProvisionalStanding",
     "RiskReport",
+    "Standing",
     "TierDrift",
     "TierScore",
     "TrustReport",
@@ -48,8 +59,11 @@ __all__ = [
     "deciding_tier",
     "detector_statistics",
     "is_audit",
+    "labels_to_certify",
+    "least_abstention",
     "look_schedule",
     "risk_report",
+    "standing",
     "trust_report",
     "upper_bound",
 ]
