@@ -295,6 +295,15 @@ def gate(
     token: TokenOption = None,
     tls_ca: TlsCaOption = None,
     tls: TlsOption = False,
+    count_provisional: Annotated[
+        bool,
+        typer.Option(
+            "--count-provisional",
+            help="Count provisional outcomes (verdicts under a threshold borrowed from other "
+            "apps, not yet certified by this app's audits) as they are; by default they count "
+            "as abstained.",
+        ),
+    ] = False,
 ) -> None:
     """Exit 1 when the run's fail or abstain rate exceeds its limit, 0 otherwise.
 
@@ -318,6 +327,7 @@ def gate(
             max_fail_rate=max_fail_rate,
             max_abstain_rate=max_abstain_rate,
             scope=scope or "any app and run",
+            count_provisional=count_provisional,
         )
     except InvalidRateError as exc:
         raise typer.BadParameter(str(exc)) from exc
@@ -327,7 +337,14 @@ def gate(
     typer.echo(
         f"{report.cases} cases: fail rate {report.fail_rate:.3f} "
         f"(max {report.max_fail_rate:.3f}), abstain rate {report.abstain_rate:.3f} "
-        f"(max {report.max_abstain_rate:.3f}; {report.pending} pending counted as abstained)"
+        f"(max {report.max_abstain_rate:.3f}; {report.pending} pending counted as abstained"
+        + (
+            f"; {report.provisional} provisional "
+            + ("counted as they are" if count_provisional else "counted as abstained")
+            if report.provisional
+            else ""
+        )
+        + ")"
     )
     if not report.passed:
         for breach in report.breaches:

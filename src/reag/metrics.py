@@ -126,8 +126,9 @@ JUDGE_GUARDED = Counter(
 )
 JUDGE_VERDICTS = Counter(
     "reag_judge_verdicts_total",
-    "Accepted verdicts by label (the verdict mix).",
-    ["tier", "app", "label"],
+    'Accepted verdicts by label (the verdict mix); provisional="true" for those accepted '
+    "under a threshold borrowed from other apps and not yet certified by this app's audits.",
+    ["tier", "app", "label", "provisional"],
 )
 JUDGE_CONFIDENCE = Histogram(
     "reag_judge_confidence",
@@ -160,6 +161,18 @@ JUDGE_THRESHOLD = Gauge(
 JUDGE_THRESHOLD_PRESENT = Gauge(
     "reag_judge_threshold_present",
     "1 if the tier has a threshold (else it accepts nothing).",
+    ["tier", "app"],
+)
+JUDGE_THRESHOLD_PROVISIONAL = Gauge(
+    "reag_judge_threshold_provisional",
+    "1 while the threshold in force was fitted on other apps' items and the app's own audits "
+    "have not certified it yet (reag.trust.provisional): its verdicts are marked provisional.",
+    ["tier", "app"],
+)
+JUDGE_THRESHOLD_WITHDRAWN = Gauge(
+    "reag_judge_threshold_withdrawn",
+    "1 once the app's audits withdrew its provisional threshold (risk shown above α): the tier "
+    "accepts nothing for the app until it is calibrated on its own labels.",
     ["tier", "app"],
 )
 JUDGE_THRESHOLD_REFUSED = Gauge(
@@ -200,7 +213,12 @@ OTLP_SPANS_SKIPPED = Counter(
 )
 
 # --- Ledger, reviews, calibration --------------------------------------------------
-RESULTS = Counter("reag_results_total", "Test case results by outcome.", ["app", "outcome"])
+RESULTS = Counter(
+    "reag_results_total",
+    'Test case results by outcome; provisional="true" when the outcome rests on verdicts '
+    "accepted under a threshold the app has not certified yet (a day-one app).",
+    ["app", "outcome", "provisional"],
+)
 REVIEWS = Counter("reag_reviews_total", "Expert labels received.", ["app", "label"])
 REVIEW_AGREEMENT = Counter(
     "reag_review_agreement_total",

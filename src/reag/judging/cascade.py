@@ -97,6 +97,7 @@ def _verdict(
         criterion=request.criterion,
         evidence=request.evidence,
         audit=request.audit,
+        provisional=threshold.provisional,
     )
 
 

@@ -23,7 +23,8 @@ def observe_step(app: str, tier: int, judgement: Judgement, step: Step) -> None:
     t = str(tier)
     metrics.JUDGE_DECISIONS.labels(t, app, step.decision).inc()
     if step.decision == "accepted":
-        metrics.JUDGE_VERDICTS.labels(t, app, judgement.verdict).inc()
+        provisional = step.verdict is not None and step.verdict.provisional
+        metrics.JUDGE_VERDICTS.labels(t, app, judgement.verdict, str(provisional).lower()).inc()
     metrics.JUDGE_CONFIDENCE.labels(t).observe(judgement.confidence)
     metrics.JUDGE_COST.labels(t).inc(judgement.cost_usd)
     metrics.JUDGE_LATENCY.labels(t).observe(judgement.latency_s)
@@ -52,3 +53,7 @@ def observe_threshold(app: str, tier: int, threshold: pb.Threshold | None) -> No
     metrics.JUDGE_THRESHOLD_PRESENT.labels(t, app).set(1.0 if present else 0.0)
     value = threshold.threshold if threshold is not None and present else float("nan")
     metrics.JUDGE_THRESHOLD.labels(t, app).set(value)
+    provisional = present and threshold is not None and threshold.provisional
+    metrics.JUDGE_THRESHOLD_PROVISIONAL.labels(t, app).set(1.0 if provisional else 0.0)
+    withdrawn = threshold is not None and threshold.withdrawn
+    metrics.JUDGE_THRESHOLD_WITHDRAWN.labels(t, app).set(1.0 if withdrawn else 0.0)

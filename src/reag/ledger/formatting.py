@@ -47,7 +47,7 @@ def criterion_status(criterion: pb.CriterionResult) -> str:
     if is_reviewed(criterion):
         return f"reviewed by {reviewer_of(criterion)}"
     if criterion.accepted:
-        return "accepted"
+        return "accepted, provisional" if criterion.provisional else "accepted"
     if criterion.abstained:
         return "abstained, awaiting review"
     return "pending"
@@ -102,7 +102,7 @@ def format_table(results: Sequence[pb.Result], *, detail: bool = False) -> str:
             r.meta.case_id,
             r.meta.app,
             r.meta.run_id or "-",
-            outcome_name(r),
+            outcome_name(r) + (" (provisional)" if r.provisional else ""),
             f"{_decided(r)}/{len(r.criteria)}",
             str(len(r.open_criteria)),
             _tiers_used(r),
@@ -187,7 +187,8 @@ def markdown_report(results: Sequence[pb.Result], *, title: str = "reag results"
         "|---|---|---|---|---:|---|---|---:|",
     ]
     out += [
-        f"| {r.meta.case_id} | {r.meta.app} | {r.meta.run_id or '-'} | {outcome_name(r)} "
+        f"| {r.meta.case_id} | {r.meta.app} | {r.meta.run_id or '-'} | {outcome_name(r)}"
+        f"{' (provisional)' if r.provisional else ''} "
         f"| {_decided(r)}/{len(r.criteria)} | {', '.join(r.open_criteria) or '-'} "
         f"| {_tiers_used(r)} | {r.total_cost_usd:.6f} |"
         for r in results

@@ -3,6 +3,11 @@
 A case still pending (not every criterion has left the cascade) counts as
 abstained here: a gate must not pass a run because its results have not
 arrived yet. A case already failed counts as failed even while incomplete.
+
+A provisional outcome (it rests on verdicts accepted under a threshold the
+app borrowed from other apps and has not certified with its own audits)
+counts as abstained too, unless the caller asks to count provisional
+verdicts: the pool's promise is not the app's, and a gate is a promise.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ class GateReport:
     failed: int
     abstained: int
     pending: int
+    provisional: int  # provisional outcomes; counted as abstained unless counted as they are
     fail_rate: float
     abstain_rate: float
     max_fail_rate: float
@@ -63,6 +69,7 @@ def evaluate_gate(
     max_fail_rate: float,
     max_abstain_rate: float,
     scope: str = "the selected results",
+    count_provisional: bool = False,
 ) -> GateReport:
     _check_rate("--max-fail-rate", max_fail_rate)
     _check_rate("--max-abstain-rate", max_abstain_rate)
@@ -71,15 +78,20 @@ def evaluate_gate(
             f"no results for {scope}; check --app / --run-id, REAG_STORE_DSN, "
             "and that the ledger has consumed the run"
         )
-    failed = sum(r.outcome == pb.OUTCOME_FAIL for r in results)
+    provisional = sum(r.provisional for r in results)
+    counted = [r for r in results if count_provisional or not r.provisional]
+    failed = sum(r.outcome == pb.OUTCOME_FAIL for r in counted)
     pending = sum(r.outcome == pb.OUTCOME_UNSPECIFIED for r in results)
-    abstained = sum(r.outcome == pb.OUTCOME_ABSTAIN for r in results) + pending
+    abstained = sum(r.outcome == pb.OUTCOME_ABSTAIN for r in counted) + pending
+    if not count_provisional:
+        abstained += sum(r.outcome != pb.OUTCOME_UNSPECIFIED for r in results if r.provisional)
     cases = len(results)
     return GateReport(
         cases=cases,
         failed=failed,
         abstained=abstained,
         pending=pending,
+        provisional=provisional,
         fail_rate=failed / cases,
         abstain_rate=abstained / cases,
         max_fail_rate=max_fail_rate,

@@ -127,6 +127,7 @@ def _criterion_result(
     if verdict is not None:
         result.label = verdict.label
         result.accepted = True
+        result.provisional = verdict.provisional
         result.tier = verdict.tier
         result.confidence = verdict.confidence
         result.cost_usd = verdict_cost(verdict)
@@ -215,6 +216,27 @@ def decide(criteria: Sequence[pb.CriterionResult], *, complete: bool) -> pb.Outc
     return pb.OUTCOME_ABSTAIN
 
 
+def firm(criterion: pb.CriterionResult) -> pb.CriterionResult:
+    """The criterion as it stands without its provisional verdict: open again."""
+    if not criterion.provisional:
+        return criterion
+    opened = pb.CriterionResult()
+    opened.CopyFrom(criterion)
+    opened.label = pb.LABEL_UNSPECIFIED
+    opened.accepted = opened.provisional = False
+    return opened
+
+
+def rests_on_provisional(
+    criteria: Sequence[pb.CriterionResult], outcome: pb.Outcome.ValueType, *, complete: bool
+) -> bool:
+    """True when the outcome would be another without the provisional verdicts: a FAIL
+    with a certified NO beside a provisional one stands firm, a PASS with any does not."""
+    if not any(c.provisional for c in criteria):
+        return False
+    return decide([firm(c) for c in criteria], complete=complete) != outcome
+
+
 def build_result(events: CaseEvents) -> pb.Result:
     """The case's result now; ``meta.created_at`` is left for the caller to stamp."""
     texts = _criteria_texts(events)
@@ -223,11 +245,13 @@ def build_result(events: CaseEvents) -> pb.Result:
     criteria = [_criterion_result(criterion_id, texts, events) for criterion_id in ids]
     complete = _is_complete(events, reached)
 
+    outcome = decide(criteria, complete=complete)
     result = pb.Result(
         oracle_id=_oracle_id(events),
-        outcome=decide(criteria, complete=complete),
+        outcome=outcome,
         complete=complete,
         total_cost_usd=sum(c.cost_usd for c in criteria),
+        provisional=rests_on_provisional(criteria, outcome, complete=complete),
     )
     result.meta.CopyFrom(events.meta)
     result.meta.case_id = events.case_id

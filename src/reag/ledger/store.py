@@ -458,7 +458,11 @@ class LedgerStore:
             ).inc()
         if newly_decided:
             result = update.result
-            metrics.RESULTS.labels(result.meta.app, OUTCOME_NAMES[result.outcome]).inc()
+            metrics.RESULTS.labels(
+                result.meta.app,
+                OUTCOME_NAMES[result.outcome],
+                str(result.provisional).lower(),
+            ).inc()
         if isinstance(event, pb.Review) and not update.duplicate:
             metrics.REVIEWS.labels(event.meta.app, LABEL_NAMES.get(event.label, "-")).inc()
 

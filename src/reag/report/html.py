@@ -93,6 +93,7 @@ class CriterionView:
     cost_usd: float
     evidence: list[EvidenceView]
     attempts: list[AttemptView]
+    provisional: bool = False  # accepted under a threshold the app has not certified
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,7 @@ class CaseView:
     test_objective: str
     cost_usd: float
     criteria: list[CriterionView]
+    provisional: bool = False  # the outcome rests on provisional verdicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +182,7 @@ def _case(result: pb.Result, oracle: pb.Oracle | None) -> CaseView:
                 cost_usd=c.cost_usd,
                 evidence=evidence,
                 attempts=_attempts(c),
+                provisional=c.provisional,
             )
         )
     response = oracle.interpretation.intention.actual_response if oracle is not None else None
@@ -194,6 +197,7 @@ def _case(result: pb.Result, oracle: pb.Oracle | None) -> CaseView:
         test_objective=result.test_objective,
         cost_usd=result.total_cost_usd,
         criteria=criteria,
+        provisional=result.provisional,
     )
 
 

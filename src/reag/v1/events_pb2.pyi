@@ -664,6 +664,7 @@ class Verdict(_message.Message):
     CRITERION_FIELD_NUMBER: _builtins.int
     EVIDENCE_FIELD_NUMBER: _builtins.int
     AUDIT_FIELD_NUMBER: _builtins.int
+    PROVISIONAL_FIELD_NUMBER: _builtins.int
     criterion_id: _builtins.str
     oracle_id: _builtins.str
     n_criteria: _builtins.int
@@ -675,6 +676,8 @@ class Verdict(_message.Message):
     """sum over history: every call paid for"""
     audit: _builtins.bool
     """an audited criterion: history holds every tier's score"""
+    provisional: _builtins.bool
+    """accepted under a provisional threshold (Threshold.provisional)"""
     @_builtins.property
     def meta(self) -> Global___EventMeta: ...
     @_builtins.property
@@ -701,10 +704,11 @@ class Verdict(_message.Message):
         criterion: Global___Criterion | None = ...,
         evidence: _abc.Iterable[Global___Evidence] | None = ...,
         audit: _builtins.bool = ...,
+        provisional: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["criterion", b"criterion", "meta", b"meta"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "confidence", b"confidence", "criterion", b"criterion", "criterion_id", b"criterion_id", "cumulative_cost_usd", b"cumulative_cost_usd", "evidence", b"evidence", "history", b"history", "label", b"label", "meta", b"meta", "n_criteria", b"n_criteria", "oracle_id", b"oracle_id", "threshold", b"threshold", "tier", b"tier"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "confidence", b"confidence", "criterion", b"criterion", "criterion_id", b"criterion_id", "cumulative_cost_usd", b"cumulative_cost_usd", "evidence", b"evidence", "history", b"history", "label", b"label", "meta", b"meta", "n_criteria", b"n_criteria", "oracle_id", b"oracle_id", "provisional", b"provisional", "threshold", b"threshold", "tier", b"tier"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -822,6 +826,10 @@ class Threshold(_message.Message):
     K_EXAMPLES_FIELD_NUMBER: _builtins.int
     EXAMPLES_DIGEST_FIELD_NUMBER: _builtins.int
     MIN_ACCEPTED_FIELD_NUMBER: _builtins.int
+    PROVISIONAL_FIELD_NUMBER: _builtins.int
+    POOLED_APPS_FIELD_NUMBER: _builtins.int
+    CERTIFIED_BY_FIELD_NUMBER: _builtins.int
+    WITHDRAWN_FIELD_NUMBER: _builtins.int
     app: _builtins.str
     tier: _builtins.int
     model: _builtins.str
@@ -860,8 +868,21 @@ class Threshold(_message.Message):
     """digest of the annotators' pinned example sets"""
     min_accepted: _builtins.int
     """candidates accepting fewer calibration items were passed over"""
+    provisional: _builtins.bool
+    """Day one (reag.trust.provisional): a threshold fitted on other apps' pooled items, published
+    for an app with none of its own. What it accepts is marked provisional until the app's own
+    audits certify it (republished with provisional false); when they show the risk above α it
+    is withdrawn (has_threshold false, withdrawn true, reason says why).
+    """
+    certified_by: _builtins.int
+    """audits of this app that certified it; 0: not certified"""
+    withdrawn: _builtins.bool
     @_builtins.property
     def computed_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def pooled_apps(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """the apps whose labelled items it was fitted on"""
+
     def __init__(
         self,
         *,
@@ -887,10 +908,14 @@ class Threshold(_message.Message):
         k_examples: _builtins.int = ...,
         examples_digest: _builtins.str = ...,
         min_accepted: _builtins.int = ...,
+        provisional: _builtins.bool = ...,
+        pooled_apps: _abc.Iterable[_builtins.str] | None = ...,
+        certified_by: _builtins.int = ...,
+        withdrawn: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["computed_at", b"computed_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "app", b"app", "calibration_hash", b"calibration_hash", "computed_at", b"computed_at", "delta", b"delta", "examples_digest", b"examples_digest", "has_threshold", b"has_threshold", "k_examples", b"k_examples", "min_accepted", b"min_accepted", "mode", b"mode", "model", b"model", "n_accepted", b"n_accepted", "n_annotators", b"n_annotators", "n_calibration", b"n_calibration", "prompt_version", b"prompt_version", "reason", b"reason", "risk", b"risk", "risk_upper", b"risk_upper", "temperature", b"temperature", "threshold", b"threshold", "tier", b"tier", "weights_sha256", b"weights_sha256"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "app", b"app", "calibration_hash", b"calibration_hash", "certified_by", b"certified_by", "computed_at", b"computed_at", "delta", b"delta", "examples_digest", b"examples_digest", "has_threshold", b"has_threshold", "k_examples", b"k_examples", "min_accepted", b"min_accepted", "mode", b"mode", "model", b"model", "n_accepted", b"n_accepted", "n_annotators", b"n_annotators", "n_calibration", b"n_calibration", "pooled_apps", b"pooled_apps", "prompt_version", b"prompt_version", "provisional", b"provisional", "reason", b"reason", "risk", b"risk", "risk_upper", b"risk_upper", "temperature", b"temperature", "threshold", b"threshold", "tier", b"tier", "weights_sha256", b"weights_sha256", "withdrawn", b"withdrawn"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -909,6 +934,7 @@ class CriterionResult(_message.Message):
     EVIDENCE_FIELD_NUMBER: _builtins.int
     ABSTAINED_FIELD_NUMBER: _builtins.int
     HISTORY_FIELD_NUMBER: _builtins.int
+    PROVISIONAL_FIELD_NUMBER: _builtins.int
     label: Global___Label.ValueType
     """LABEL_UNSPECIFIED while open"""
     accepted: _builtins.bool
@@ -917,6 +943,8 @@ class CriterionResult(_message.Message):
     cost_usd: _builtins.float
     """cumulative over every tier that ran"""
     abstained: _builtins.bool
+    provisional: _builtins.bool
+    """the verdict was accepted under a provisional threshold"""
     @_builtins.property
     def criterion(self) -> Global___Criterion: ...
     @_builtins.property
@@ -935,10 +963,11 @@ class CriterionResult(_message.Message):
         evidence: _abc.Iterable[Global___Evidence] | None = ...,
         abstained: _builtins.bool = ...,
         history: _abc.Iterable[Global___TierAttempt] | None = ...,
+        provisional: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["criterion", b"criterion"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["abstained", b"abstained", "accepted", b"accepted", "confidence", b"confidence", "cost_usd", b"cost_usd", "criterion", b"criterion", "evidence", b"evidence", "history", b"history", "label", b"label", "tier", b"tier"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abstained", b"abstained", "accepted", b"accepted", "confidence", b"confidence", "cost_usd", b"cost_usd", "criterion", b"criterion", "evidence", b"evidence", "history", b"history", "label", b"label", "provisional", b"provisional", "tier", b"tier"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -960,6 +989,7 @@ class Result(_message.Message):
     PERSONA_CATEGORY_FIELD_NUMBER: _builtins.int
     TEST_OBJECTIVE_FIELD_NUMBER: _builtins.int
     COMPLETE_FIELD_NUMBER: _builtins.int
+    PROVISIONAL_FIELD_NUMBER: _builtins.int
     oracle_id: _builtins.str
     outcome: Global___Outcome.ValueType
     total_cost_usd: _builtins.float
@@ -968,6 +998,8 @@ class Result(_message.Message):
     test_objective: _builtins.str
     complete: _builtins.bool
     """every criterion has reached a verdict or an abstain"""
+    provisional: _builtins.bool
+    """The outcome rests on provisional verdicts: without them it would be another (open)."""
     @_builtins.property
     def meta(self) -> Global___EventMeta: ...
     @_builtins.property
@@ -987,10 +1019,11 @@ class Result(_message.Message):
         persona_category: _builtins.str = ...,
         test_objective: _builtins.str = ...,
         complete: _builtins.bool = ...,
+        provisional: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["meta", b"meta"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["complete", b"complete", "criteria", b"criteria", "meta", b"meta", "open_criteria", b"open_criteria", "oracle_id", b"oracle_id", "outcome", b"outcome", "persona_category", b"persona_category", "query", b"query", "test_objective", b"test_objective", "total_cost_usd", b"total_cost_usd"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["complete", b"complete", "criteria", b"criteria", "meta", b"meta", "open_criteria", b"open_criteria", "oracle_id", b"oracle_id", "outcome", b"outcome", "persona_category", b"persona_category", "provisional", b"provisional", "query", b"query", "test_objective", b"test_objective", "total_cost_usd", b"total_cost_usd"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -93,3 +93,14 @@ def test_past_the_last_tier_the_criterion_is_abstained_for_review() -> None:
     assert "tier 1" in a.reason
     assert "no calibrated threshold" in a.reason
     assert "λ̂" in a.reason
+
+
+def test_a_verdict_under_a_provisional_threshold_is_marked_provisional() -> None:
+    borrowed = threshold(0.95)
+    borrowed.provisional = True
+    step = next_step(make_request(), judgement(0.97), borrowed, tier=1, n_tiers=1)
+    assert step.verdict is not None
+    assert step.verdict.provisional
+    own = next_step(make_request(), judgement(0.97), threshold(0.95), tier=1, n_tiers=1)
+    assert own.verdict is not None
+    assert not own.verdict.provisional
