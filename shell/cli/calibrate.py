@@ -125,7 +125,9 @@ def calibrate(
     ] = None,
     publish: Annotated[
         bool,
-        typer.Option("--publish", help="With --labels: publish the thresholds to the judges."),
+        typer.Option(
+            "--publish", help="With --labels or --pooled: publish the thresholds to the judges."
+        ),
     ] = False,
     stored_scores: Annotated[
         Path | None,
@@ -136,10 +138,25 @@ def calibrate(
             "judged again matches it.",
         ),
     ] = None,
+    pooled: Annotated[
+        str | None,
+        typer.Option(
+            "--pooled",
+            help="Day one: give --app, which has no labels, the thresholds fitted on this "
+            "app's labelled items, marked provisional until --app's own audits certify or "
+            "withdraw them (docs/calibration.md, 'Day one').",
+        ),
+    ] = None,
 ) -> None:
     """Fit each tier's confidence threshold λ̂ by fixed-sequence testing (paper 3.4.2)."""
     from reag.calibration import CalibrationError, Grid, read_scores
     from reag.calibration_run.fitting import FitSpec
+
+    if pooled is not None:
+        if app_name is None or labels is not None or scores is not None:
+            raise _fail("--pooled LENDER goes with --app NEW_APP, without --labels or --scores")
+        _borrow(app_name, pooled, publish=publish, as_json=as_json)
+        return
 
     if independent and system:
         raise _fail("--independent and --system are different modes; pick one")
@@ -177,6 +194,32 @@ def calibrate(
         typer.echo(json.dumps(calibration.summary(), indent=2))
     else:
         typer.echo(_table(calibration))
+
+
+def _borrow(app: str, lender: str, *, publish: bool, as_json: bool) -> None:
+    import asyncio
+
+    from reag.calibration import CalibrationError
+    from shell.kafka_io.labels import borrow_thresholds_for
+
+    try:
+        borrowed, published = asyncio.run(borrow_thresholds_for(app, lender, publish=publish))
+    except CalibrationError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        from google.protobuf.json_format import MessageToDict
+
+        rows = [MessageToDict(t, preserving_proto_field_name=True) for t in borrowed]
+        typer.echo(json.dumps({"app": app, "thresholds": rows, "published": published}))
+        return
+    for t in borrowed:
+        lam = f"λ̂={t.threshold:.3f}" if t.has_threshold else "none"
+        typer.echo(f"tier {t.tier}: {lam} (provisional, from {lender})")
+    typer.echo(borrowed[0].reason if borrowed else "")
+    typer.echo(
+        f"provisional thresholds recorded for {app!r}"
+        + (f" and published ({published})" if publish else "; --publish sends them to judges")
+    )
 
 
 def _calibrate_labels(

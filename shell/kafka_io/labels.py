@@ -21,6 +21,7 @@ from reag.calibration_run.clients import make_tier_clients
 from reag.calibration_run.fitting import FitSpec
 from reag.calibration_run.scoring import Progress
 from reag.llm.client import LLMClient
+from reag.v1 import events_pb2 as pb
 from services.calibrator.publish import publish_thresholds
 from services.calibrator.settings import CalibratorSettings
 
@@ -78,3 +79,23 @@ async def calibrate_from_labels(
             settings.kafka, result.thresholds, topic_suffix=settings.topic_suffix
         )
     return LabelsRun(result, published)
+
+
+async def borrow_thresholds_for(
+    app: str, lender: str, *, publish: bool = False, store: CalibrationStore | None = None
+) -> tuple[list[pb.Threshold], int]:
+    """Give ``app`` the thresholds of ``lender``, provisional (``reag.recalibration.day_one``);
+    record them and, if told to, publish them. No model call: the lender's fit is reused."""
+    import asyncio
+
+    from reag.recalibration.day_one import borrow_thresholds
+
+    settings = CalibratorSettings()
+    calibration = store or CalibrationStore.open(settings.resolved_store_dsn())
+    borrowed = await asyncio.to_thread(borrow_thresholds, calibration, app, lender)
+    published = 0
+    if publish:
+        published = await publish_thresholds(
+            settings.kafka, borrowed, topic_suffix=settings.topic_suffix
+        )
+    return borrowed, published

@@ -68,8 +68,10 @@ async def calibrate_app(
     trigger: str = "cli",
     score_all: bool = False,
     progress: Progress | None = None,
+    record: bool = True,
 ) -> LabelledCalibration:
-    """Score what is missing, fit every tier, and record the thresholds in the history."""
+    """Score what is missing, fit every tier, and record the thresholds in the history
+    (``record`` False: the caller records them if it keeps them)."""
     # Only exchangeable labels enter the risk estimate: the labelled set and audits.
     # Reviewed abstentions stay in the store for the annotators' examples (reported).
     items = await asyncio.to_thread(store.items, app, sources=EXCHANGEABLE)
@@ -88,9 +90,10 @@ async def calibrate_app(
     models = tuple(j.model for j in judges)
     thresholds = thresholds_from(calibration, app, judges)
     version = judges[0].prompt_version if judges else ""
-    await asyncio.to_thread(
-        store.record_thresholds, thresholds, prompt_version=version, trigger=trigger
-    )
+    if record:
+        await asyncio.to_thread(
+            store.record_thresholds, thresholds, prompt_version=version, trigger=trigger
+        )
     metrics.CALIBRATION_RUNS.labels(trigger).inc()
     annotators = tuple(j.config.n_annotators for j in judges)
     return LabelledCalibration(
@@ -118,6 +121,7 @@ async def run_calibration(
     trigger: str = "cli",
     score_all: bool = False,
     progress: Progress | None = None,
+    record: bool = True,
 ) -> LabelledCalibration:
     """The one calibration run: ``reag calibrate --labels``, the demo and the calibrator.
 
@@ -145,6 +149,13 @@ async def run_calibration(
             if report is not None:
                 reports.append(report)
     result = await calibrate_app(
-        store, chosen, judges, spec, trigger=trigger, score_all=score_all, progress=progress
+        store,
+        chosen,
+        judges,
+        spec,
+        trigger=trigger,
+        score_all=score_all,
+        progress=progress,
+        record=record,
     )
     return dataclasses.replace(result, snapshots=tuple(reports))

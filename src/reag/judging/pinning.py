@@ -2,7 +2,14 @@
 
 A threshold only means something for the prompts it was fit on, and the live
 judges and the calibrator run in different processes: each must find the
-very same example sets. The draw is deterministic (``exemplars``), but its
+very same example sets.
+
+A new app can borrow another app's sets (``lend_examples``): its judge then
+has the lender's identity, so a threshold fitted on the lender's labelled
+items holds for it as a provisional threshold (``reag.trust.provisional``,
+issue 26) until its own audits certify or withdraw it. The loan stays: the
+app's own labels, and any threshold later fitted on them, are then scored
+with the same examples. The draw is deterministic (``exemplars``), but its
 pool, the app's labelled items, keeps growing; so once the pool is large
 enough the drawn sets are written down and read back from then on.
 
@@ -52,6 +59,13 @@ class AnnotatorExampleRow(Base):
     item_id: Mapped[str] = mapped_column(String(400))
 
 
+class ExampleLoanRow(Base):
+    __tablename__ = "judge_example_loans"
+
+    app: Mapped[str] = mapped_column(String(200), primary_key=True)
+    lender: Mapped[str] = mapped_column(String(200))
+
+
 @dataclass(frozen=True, slots=True)
 class _Pins:
     """What a pinned draw is keyed by: another N, K or seed is another draw."""
@@ -85,8 +99,12 @@ def pinned_annotator_sets(
     sets); before that they are redrawn from the current pool each time,
     and their digest (hence the prompt version) changes as the pool grows.
     """
-    sessions, key = store.sessions, _Pins(app, n_annotators, k_examples, seed)
+    sessions = store.sessions
     _ensure_table(sessions)
+    lender = lender_of(store, app)
+    if lender is not None:
+        app = lender
+    key = _Pins(app, n_annotators, k_examples, seed)
     items = {i.item_id: i for i in store.items(app)}
     pinned = _pinned(sessions, key)
     if pinned and all(item_id in items for s in pinned for item_id in s):
@@ -100,6 +118,29 @@ def pinned_annotator_sets(
     return sets
 
 
+def lend_examples(store: CalibrationStore, app: str, lender: str) -> None:
+    """From now on ``app``'s judges show the examples ``lender``'s judges show."""
+    if app == lender:
+        raise ValueError(f"an app cannot borrow its own examples ({app!r})")
+    _ensure_table(store.sessions)
+    if lender_of(store, lender) is not None:
+        raise ValueError(f"{lender!r} shows borrowed examples itself; lend from its lender")
+    with store.sessions.begin() as session:
+        row = session.get(ExampleLoanRow, app)
+        if row is None:
+            session.add(ExampleLoanRow(app=app, lender=lender))
+        else:
+            row.lender = lender
+
+
+def lender_of(store: CalibrationStore, app: str) -> str | None:
+    """The app whose example sets ``app`` borrows, or None (it shows its own)."""
+    _ensure_table(store.sessions)
+    with store.sessions() as session:
+        row = session.get(ExampleLoanRow, app)
+        return row.lender if row is not None else None
+
+
 def _sets(items: dict[str, CalibrationItem], pinned: list[list[str]]) -> AnnotatorSets:
     return AnnotatorSets(sets=tuple(tuple(example_of(items[i]) for i in s) for s in pinned))
 
@@ -107,7 +148,8 @@ def _sets(items: dict[str, CalibrationItem], pinned: list[list[str]]) -> Annotat
 def _ensure_table(sessions: sessionmaker[Session]) -> None:
     """The store may have been opened before this module declared its table."""
     with sessions.begin() as session:
-        cast(Table, AnnotatorExampleRow.__table__).create(session.connection(), checkfirst=True)
+        for table in (AnnotatorExampleRow.__table__, ExampleLoanRow.__table__):
+            cast(Table, table).create(session.connection(), checkfirst=True)
 
 
 def _pinned(sessions: sessionmaker[Session], key: _Pins) -> list[list[str]]:

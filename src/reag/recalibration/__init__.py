@@ -8,6 +8,8 @@ calibrator service (services/calibrator) only decodes reviews, calls
 ``Recalibrator.on_review`` and publishes the thresholds it returns.
 
 - ``recalibrator``: ``Recalibrator``, the policy and its state (the store).
+- ``day_one``: thresholds a new app borrows from another, certified or withdrawn by its
+  own audits (issue 26).
 """
 
 from reag.recalibration.recalibrator import Recalibrator

@@ -22,6 +22,7 @@ from reag.judging.identity import refusal
 from reag.judging.judge import TierJudge
 from reag.judging.settings import CascadeSettings
 from reag.llm.client import LLMClient
+from reag.recalibration.day_one import is_borrowed, settle
 from reag.trust.from_store import app_report, thresholds_in_force
 from reag.trust.monitor import ALL, TrustReport, deciding_tier
 from reag.trust.store import AuditStore, audit_from_review
@@ -59,12 +60,14 @@ class Recalibrator:
         review completed M new labels and the app was refitted, else an empty list."""
         item = item_from_review(review)
         report = await asyncio.to_thread(self.store.add_items, [item])
-        await asyncio.to_thread(self.record_audit, review)
+        settled = await asyncio.to_thread(self.record_audit, review)
         app = item.app
         total = await asyncio.to_thread(self.store.count_items, app)
         metrics.CALIBRATION_ITEMS.labels(app).set(total)
+        if settled:
+            await asyncio.to_thread(self.watch_trust, app)  # a new epoch begins
         if not report.added:
-            return []
+            return settled
         if item.source == "review":
             log.info(
                 "calibrator: %s reviewed abstention %s joins the annotators' example pool, "
@@ -72,12 +75,13 @@ class Recalibrator:
                 app,
                 item.item_id,
             )
-            return []
+            return settled
         async with self._refits.setdefault(app, asyncio.Lock()):
             # Counted under the lock: a refit that ran while this review waited took its
             # label in, and the count starts again from that refit.
             due = await asyncio.to_thread(self.new_labels, app)
-            if due < self.every:
+            borrowed = is_borrowed(await asyncio.to_thread(thresholds_in_force, self.store, app))
+            if due < self.every or (borrowed and due % self.every):
                 log.info(
                     "calibrator: %s labelled %s (%d/%d new labels before recalibrating)",
                     app,
@@ -85,9 +89,45 @@ class Recalibrator:
                     due,
                     self.every,
                 )
-                return []
+                return settled
+            if borrowed:
+                return settled + await self.retire_borrowed(app)
             result = await self.recalibrate(app)
             await asyncio.to_thread(self.watch_trust, app)  # a new epoch begins
+        return result.thresholds
+
+    async def retire_borrowed(self, app: str) -> list[pb.Threshold]:
+        """Fit an app that runs borrowed thresholds on its own labels; keep the fit only if
+        it holds a threshold at every tier the borrowed ones did (a fit that accepts less
+        would retire a working provisional or certified threshold for abstention)."""
+        borrowed = await asyncio.to_thread(thresholds_in_force, self.store, app)
+        result = await run_calibration(
+            self.store,
+            self.clients,
+            self.cascade,
+            self.spec,
+            app=app,
+            trigger="reviews",
+            record=False,
+        )
+        own = {t.tier for t in result.thresholds if t.has_threshold}
+        if not own >= {tier for tier, t in borrowed.items() if t.has_threshold}:
+            log.info(
+                "calibrator: %s's own %d labels hold thresholds at tiers %s only; it keeps "
+                "the borrowed ones",
+                app,
+                result.calibration.n_items,
+                sorted(own) or "none",
+            )
+            return []
+        await asyncio.to_thread(
+            self.store.record_thresholds,
+            result.thresholds,
+            prompt_version=result.prompt_version,
+            trigger="reviews",
+        )
+        log.info("calibrator: %s is calibrated on its own labels; its borrowed one retires", app)
+        await asyncio.to_thread(self.watch_trust, app)
         return result.thresholds
 
     def new_labels(self, app: str) -> int:
@@ -119,17 +159,19 @@ class Recalibrator:
         )
         return result
 
-    def record_audit(self, review: pb.Review) -> None:
-        """Keep a labelled audit with every tier's score, count it, and refresh the gauges."""
+    def record_audit(self, review: pb.Review) -> list[pb.Threshold]:
+        """Keep a labelled audit with every tier's score, count it, and refresh the gauges;
+        the thresholds republished if it settled the app's provisional ones (``day_one``)."""
         audit = audit_from_review(review)
         if audit is None:
-            return
+            return []
         app = review.meta.app or review.item.meta.app
         if not self.audits.add(app, audit):
-            return
+            return []
         thresholds = thresholds_in_force(self.store, app)
         count_audit(app, deciding_tier(audit, thresholds, max(thresholds, default=0)))
         self.watch_trust(app)
+        return settle(self.store, self.audits, app)
 
     def watch_trust(self, app: str) -> TrustReport:
         """Recompute the app's live risk bounds and drift tests and export them as gauges."""
