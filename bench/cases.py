@@ -600,11 +600,37 @@ def cross_fitted_thresholds(
     return thresholds
 
 
+def provisional_threshold(judge_model: str, prompt_version: str) -> float | None:
+    """Day one (issue 26): the threshold an app with no labels borrows, fitted on every
+    labelled item of the example app (its committed scores, examples left out).
+
+    The bench's judge shows the example app's pinned examples on every app, as a
+    borrowing app's judge does (``reag.judging.pinning.lend_examples``), so the fit holds
+    for it as a provisional threshold: it promises the pool's risk, not the app's. The
+    app measured is never in the pool.
+    """
+    from reag.calibration import fit_threshold
+    from reag.calibration_run.snapshot import read_snapshot, snapshot_name
+
+    path = SCORES / snapshot_name(judge_model, prompt_version)
+    if not path.exists():
+        return None
+    rows = [v for v in read_snapshot(path).values() if not v.get("example")]
+    fit = fit_threshold(
+        [r["confidence"] for r in rows],
+        [r["verdict"] != r["label"] for r in rows],
+        alpha=ALPHA,
+        delta=DELTA,
+    )
+    return fit.threshold
+
+
 def report(
     app: str,
     runs: Sequence[CaseRun],
     addresses: Sequence[str],
     calibrated: dict[str, float | None] | None,
+    provisional: float | None = None,
 ) -> str:
     """The issue's table for one app, overall and per failure kind."""
     lines = [f"{app}{' (held out)' if app in HELD_OUT else ''}: {len(runs)} cases"]
@@ -630,10 +656,14 @@ def report(
         outcome_sets["calibrated (cross-fitted)"] = [
             calibrated_outcome(r.p_yes, calibrated.get(r.case.id)) for r in runs
         ]
+    elif provisional is not None:
+        outcome_sets[f"provisional (λ̂ {provisional:.3f} borrowed from nutrition)"] = [
+            calibrated_outcome(r.p_yes, provisional) for r in runs
+        ]
     else:
         lines.append(
-            "  calibrated: no thresholds (no labels for this app until issue 20, or no committed "
-            "scores of this judge); raw leaning only"
+            "  calibrated: no thresholds (no labels for this app, and no committed scores of "
+            "this judge to borrow one from); raw leaning only"
         )
     kinds = sorted({r.case.kind for r in runs if r.case.kind})
     for name, outcomes in outcome_sets.items():
@@ -771,13 +801,17 @@ def main(argv: Sequence[str]) -> None:
             prompt_version = (
                 runner.store.get("judge", runs[0].case.id, runner.key("judge")) if runs else None
             )
+            version = prompt_version["prompt_version"] if prompt_version else None
             calibrated = (
-                cross_fitted_thresholds(runs, runner.models.judge, prompt_version["prompt_version"])
-                if prompt_version
+                cross_fitted_thresholds(runs, runner.models.judge, version) if version else None
+            )
+            borrowed = (
+                provisional_threshold(runner.models.judge, version)
+                if version and calibrated is None
                 else None
             )
             print(f"[criteria: {source}]", flush=True)
-            print(report(app, runs, list(runner.by_address), calibrated), flush=True)
+            print(report(app, runs, list(runner.by_address), calibrated, borrowed), flush=True)
 
 
 async def retrieval_recall(app: str, args: argparse.Namespace) -> str:

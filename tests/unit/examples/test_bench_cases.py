@@ -185,3 +185,21 @@ def test_nutrition_thresholds_are_cross_fitted_without_the_case_s_own_items() ->
     assert len(rows) < len(lines)
     banking = load_case_set(CASE_FILES["banking"]).cases[0]
     assert cross_fitted_thresholds([CaseRun(banking, [], [], [], 0.0, 0)], model, version) is None
+
+
+def test_an_app_without_labels_borrows_the_threshold_of_every_example_item() -> None:
+    """Day one in the bench: the pool is the example app's items, never the app measured."""
+    from bench.cases import calibrated_outcome, provisional_threshold, report
+
+    model, version = "local:qwen2.5-coder-1.5b-instruct", "judge-prompt-v4/n1k3s0/c870f0489f95313e"
+    borrowed = provisional_threshold(model, version)
+    assert borrowed is not None
+    assert borrowed == pytest.approx(0.643)  # the demo's λ̂ at α = 0.30: the same fit
+    assert provisional_threshold(model, "judge-prompt-v0/none") is None
+    assert calibrated_outcome([0.99, 0.9], borrowed) == "PASS"
+    assert calibrated_outcome([0.99, 0.6], borrowed) == "ABSTAIN"
+    banking = load_case_set(CASE_FILES["banking"]).cases[0]
+    text = report(
+        "banking", [CaseRun(banking, [], ["PASS if x"], [0.99], 0.0, 0)], [], None, borrowed
+    )
+    assert "provisional (λ̂ 0.643 borrowed from nutrition): decided 100.0%" in text
