@@ -26,7 +26,10 @@ def build_tier(
 ) -> JudgeTier:
     """The core object this deployment runs: its tier, model, store and audit rate."""
     audit = partial(is_audit, rate=settings.audit_rate)
-    return JudgeTier(settings, settings.tier, client, store, audit=audit)
+    provisional = partial(is_audit, rate=settings.provisional_audit_rate)
+    return JudgeTier(
+        settings, settings.tier, client, store, audit=audit, audit_provisional=provisional
+    )
 
 
 async def load_thresholds(settings: JudgeSettings, tier: JudgeTier) -> list[pb.Threshold]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from reag.judging.settings import N_TIERS, CascadeSettings
-from reag.trust.audit import DEFAULT_AUDIT_RATE
+from reag.trust.audit import DEFAULT_AUDIT_RATE, DEFAULT_PROVISIONAL_AUDIT_RATE
 from services.kit.settings import ServiceSettings
 
 
@@ -38,6 +38,17 @@ class JudgeSettings(ServiceSettings, CascadeSettings):
             "Share of all criteria audited (REAG_AUDIT_RATE): picked by tier 1 from the "
             "criterion id before any tier decides, scored by every tier and sent to review, "
             "so the live risk can be checked (reag.trust). 0 turns audits off."
+        ),
+    )
+    provisional_audit_rate: float = Field(
+        default=DEFAULT_PROVISIONAL_AUDIT_RATE,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of criteria audited for an app whose threshold is provisional "
+            "(REAG_PROVISIONAL_AUDIT_RATE): borrowed from another app on day one, so its "
+            "audits are what certify or withdraw it (reag.trust.provisional). Every audit is "
+            "a label a person gives: at 10 %, 1,000 criteria cost 100 labels."
         ),
     )
 

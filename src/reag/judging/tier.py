@@ -51,7 +51,9 @@ class JudgeTier:
 
     ``store`` None: zero-shot annotators (tests, no database); else the app's pinned
     example sets. ``audit`` picks the audited criteria; only tier 1 picks, before any
-    tier decides, so every tier sees the same pick.
+    tier decides, so every tier sees the same pick. ``audit_provisional`` picks them for
+    an app whose threshold in force is provisional (a higher rate: its audits settle it);
+    both are uniform samples of the app's traffic, each over its own epoch.
     """
 
     def __init__(
@@ -62,12 +64,14 @@ class JudgeTier:
         store: CalibrationStore | None,
         *,
         audit: AuditPick = _never,
+        audit_provisional: AuditPick | None = None,
     ) -> None:
         self.settings = settings
         self.tier = tier
         self.client = client
         self.store = store
         self.audit = audit
+        self.audit_provisional = audit_provisional or audit
         self.name = f"judge-tier{tier}"
         self.book = ThresholdBook(tier, client.model)
         self._judges: dict[str, TierJudge] = {}
@@ -83,7 +87,9 @@ class JudgeTier:
         """Judge one criterion under the app's usable threshold; the step that follows."""
         app, tier = request.meta.app, self.tier
         if tier == 1 and not request.history:
-            request.audit = self.audit(request.criterion.criterion_id)
+            held = self.book.get(app)
+            pick = self.audit_provisional if held is not None and held.provisional else self.audit
+            request.audit = pick(request.criterion.criterion_id)
         observe_request(app, tier)
         guarded = guard_reason(request, check_decidable=self.settings.undecidable_guard)
         if guarded is not None:

@@ -14,6 +14,8 @@ import hashlib
 from reag.v1 import events_pb2 as pb
 
 DEFAULT_AUDIT_RATE = 0.02
+DEFAULT_PROVISIONAL_AUDIT_RATE = 0.10
+"""For an app on a borrowed, provisional threshold: its audits are what settle it."""
 _SALT = b"reag-audit-v1:"
 
 

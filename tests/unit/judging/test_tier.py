@@ -124,3 +124,23 @@ async def test_load_follows_what_was_read_and_names_the_apps_without_a_threshold
         tier.announce(["unheld"], source="reag.thresholds.v1")
     assert tier.book.get("held") is not None
     assert "no threshold for unheld" in caplog.text
+
+
+async def test_an_app_on_a_provisional_threshold_is_audited_at_the_provisional_rate() -> None:
+    client = LLMClient(FakeProvider(model=MODEL, label_script=marker_script()))
+    tier = JudgeTier(
+        SETTINGS, 1, client, None, audit=lambda _c: False, audit_provisional=lambda _c: True
+    )
+    firm = await stamped(tier, "firm", 0.9)
+    borrowed = await stamped(tier, "new", 0.9)
+    borrowed.provisional = True
+    borrowed.pooled_apps.append("firm")
+    assert tier.follow(firm)
+    assert tier.follow(borrowed)
+    on_firm = await tier.decide(make_request("x SURE-NO", app="firm", case="f1"))
+    on_new = await tier.decide(make_request("x SURE-NO", app="new", case="n1"))
+    assert on_firm.verdict is not None
+    assert not on_firm.verdict.audit
+    assert on_new.verdict is not None
+    assert on_new.verdict.audit
+    assert on_new.verdict.provisional
