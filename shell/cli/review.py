@@ -115,7 +115,10 @@ def review(
     else:
         labeler = TerminalLabeler(sys.stdin, sys.stdout)
     settings = ServiceSettings()
-    queue = open_queue(settings.resolved_store_dsn(), per_item=per_item)
+    dsn = settings.resolved_store_dsn()
+    queue = open_queue(dsn, per_item=per_item)
+    for line in day_one_lines(dsn):
+        typer.echo(line)
 
     async def run() -> int:
         async with (
@@ -138,6 +141,19 @@ def review(
     except ReviewBrokerError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
+
+
+def day_one_lines(dsn: str) -> list[str]:
+    """One plain line per app on a provisional threshold: what its audits have settled."""
+    from reag.calibration.store import CalibrationStore
+    from reag.recalibration.day_one import progress
+    from reag.trust.store import AuditStore
+
+    store = CalibrationStore.open(dsn)
+    audits = AuditStore(store.sessions)
+    apps = sorted({t.app for t in store.latest_thresholds()})
+    lines = (progress(store, audits, app) for app in apps)
+    return [f"day one: {line}" for line in lines if line is not None]
 
 
 def _serve_web(

@@ -21,6 +21,7 @@ from types import TracebackType
 from sqlalchemy.orm import Session, sessionmaker
 
 from reag.calibration.store import CalibrationStore
+from reag.recalibration.day_one import has_own_threshold
 from reag.review.policy import Vote
 from reag.review.queue import ReviewQueue
 from reag.review.session import SourceItem, decode_abstain
@@ -32,9 +33,10 @@ log = logging.getLogger(__name__)
 
 
 def threshold_lookup(sessions: sessionmaker[Session]) -> Callable[[str], bool]:
-    """Whether an app has a threshold of its own, from the calibration store."""
+    """Whether an app has a threshold of its own, from the calibration store (a borrowed one
+    counts only once the app's audits certified it)."""
     store = CalibrationStore(sessions)
-    return lambda app: bool(store.latest_thresholds(app))
+    return lambda app: has_own_threshold(store, app)
 
 
 def open_queue(dsn: str, *, per_item: int = 1, lease_s: float = 900.0) -> ReviewQueue:

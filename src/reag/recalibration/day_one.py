@@ -27,7 +27,12 @@ from reag.calibration.store import CalibrationStore
 from reag.judging.pinning import lend_examples
 from reag.trust.from_store import thresholds_in_force
 from reag.trust.monitor import deciding_tier
-from reag.trust.provisional import ProvisionalStanding, standing
+from reag.trust.provisional import (
+    ProvisionalStanding,
+    labels_to_certify,
+    least_abstention,
+    standing,
+)
 from reag.trust.store import AuditStore
 from reag.v1 import events_pb2 as pb
 
@@ -115,6 +120,56 @@ def standing_of(
         score = audit.score(tier) if tier is not None else None
         outcomes.append((score is not None, score is not None and score.verdict != audit.label))
     return standing(outcomes, first.alpha, delta)
+
+
+def has_own_threshold(store: CalibrationStore, app: str) -> bool:
+    """Whether the app's verdicts rest on a threshold that promises its own risk: fitted on
+    its labels, or borrowed and certified by its audits. Else its audits come first in
+    review (``reag.review.policy``): they are what settle it."""
+    thresholds = thresholds_in_force(store, app)
+    if not thresholds:
+        return False
+    if not is_borrowed(thresholds):
+        return True
+    return not any(t.provisional or t.withdrawn for t in thresholds.values())
+
+
+def progress(store: CalibrationStore, audits: AuditStore, app: str) -> str | None:
+    """Day one in plain words for a reviewer, or None when the app holds no provisional
+    thresholds: labels so far, labels certification needs at the rate seen, and the least
+    share of criteria any threshold must leave to review at the judge's error rate."""
+    state = standing_of(store, audits, app)
+    if state is None:
+        return None
+    thresholds = thresholds_in_force(store, app)
+    lender = thresholds[min(thresholds)].pooled_apps[0]
+    since = thresholds[min(thresholds)].computed_at.ToDatetime(tzinfo=UTC)
+    labelled = audits.audits(app, after=since)
+    wrong = sum(
+        1 for a in labelled if (s := a.score(min(thresholds))) is not None and s.verdict != a.label
+    )
+    mu = wrong / len(labelled) if labelled else 0.0
+    need = labels_to_certify(state.accepted, state.disagreements, state.alpha, state.delta)
+    share = state.accepted / state.audits if state.audits else 1.0
+    if need is None:
+        outlook = (
+            f"at the {state.risk:.0%} disagreement seen so far no number of audits certifies "
+            "it; if that holds, the audits will withdraw it"
+        )
+    else:
+        more = max(need - state.accepted, 0)
+        total = round(more / share) if share > 0 else more
+        outlook = (
+            f"at the disagreement seen so far, certification needs about {more} more accepted "
+            f"audits (about {total} more labels)"
+        )
+    return (
+        f"{app} runs a provisional threshold borrowed from {lender}: {state.audits} audits "
+        f"labelled, {state.accepted} of them accepted, {state.disagreements} disagreeing; "
+        f"{outlook}. With the judge wrong on {mu:.0%} of audited criteria, any threshold "
+        f"must leave at least {least_abstention(mu, state.alpha):.0%} of criteria to review "
+        f"to keep the risk at α = {state.alpha:g}."
+    )
 
 
 def settle(

@@ -158,3 +158,31 @@ def test_reag_calibrate_pooled_records_provisional_thresholds(
     assert thresholds_in_force(store, NEW)[1].provisional
     again = runner.invoke(cli, ["calibrate", "--app", LENDER, "--pooled", NEW])
     assert again.exit_code == 2  # the lender has its own thresholds; NEW's are borrowed
+
+
+async def test_review_progress_in_plain_words_and_audits_first_until_certified(
+    store: CalibrationStore, tmp_path: Path
+) -> None:
+    from reag.recalibration.day_one import has_own_threshold, progress
+    from shell.cli.review import day_one_lines
+
+    await lender_calibrated(store)
+    assert has_own_threshold(store, LENDER)
+    assert (
+        progress(store, Recalibrator(store, clients(), CASCADE, SPEC, every=6).audits, NEW) is None
+    )
+    borrow_thresholds(store, NEW, LENDER)
+    assert not has_own_threshold(store, NEW)  # provisional: its audits come first in review
+    recalibrator = Recalibrator(store, clients(), CASCADE, SPEC, every=10_000)
+    await recalibrator.on_review(audit(NEW, 0, judge_right=True))
+    line = progress(store, recalibrator.audits, NEW)
+    assert line is not None
+    assert "borrowed from lender-app: 1 audits labelled, 1 of them accepted, 0 disagreeing" in line
+    assert "certification needs about" in line
+    assert "at least 0% of criteria to review" in line
+    assert day_one_lines(f"sqlite:///{tmp_path / 'c.db'}") == [f"day one: {line}"]
+    for i in range(1, 30):
+        if await recalibrator.on_review(audit(NEW, i, judge_right=True)):
+            break
+    assert has_own_threshold(store, NEW)  # certified: it promises the app's own risk now
+    assert progress(store, recalibrator.audits, NEW) is None
