@@ -79,12 +79,13 @@ def evaluate_gate(
             "and that the ledger has consumed the run"
         )
     provisional = sum(r.provisional for r in results)
-    counted = [r for r in results if count_provisional or not r.provisional]
-    failed = sum(r.outcome == pb.OUTCOME_FAIL for r in counted)
+    held = [r.provisional and not count_provisional for r in results]  # read as abstained
+    failed = sum(r.outcome == pb.OUTCOME_FAIL and not h for r, h in zip(results, held, strict=True))
     pending = sum(r.outcome == pb.OUTCOME_UNSPECIFIED for r in results)
-    abstained = sum(r.outcome == pb.OUTCOME_ABSTAIN for r in counted) + pending
-    if not count_provisional:
-        abstained += sum(r.outcome != pb.OUTCOME_UNSPECIFIED for r in results if r.provisional)
+    abstained = sum(
+        h or r.outcome in (pb.OUTCOME_ABSTAIN, pb.OUTCOME_UNSPECIFIED)
+        for r, h in zip(results, held, strict=True)
+    )
     cases = len(results)
     return GateReport(
         cases=cases,

@@ -25,7 +25,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from reag.calibration.errors import CalibrationError
 from reag.calibration.store import CalibrationStore
 from reag.judging.pinning import lend_examples
-from reag.trust.from_store import thresholds_in_force
+from reag.trust.from_store import promised_delta, thresholds_in_force
 from reag.trust.monitor import deciding_tier
 from reag.trust.provisional import (
     ProvisionalStanding,
@@ -51,6 +51,14 @@ def _stamp(now: datetime | None) -> Timestamp:
     stamp = Timestamp()
     stamp.FromDatetime(now or datetime.now(UTC))
     return stamp
+
+
+def _republished(threshold: pb.Threshold, stamp: Timestamp) -> pb.Threshold:
+    """A copy of ``threshold`` computed at ``stamp``, to be changed and recorded anew."""
+    out = pb.Threshold()
+    out.CopyFrom(threshold)
+    out.computed_at.CopyFrom(stamp)
+    return out
 
 
 def _record(store: CalibrationStore, thresholds: list[pb.Threshold], source: str) -> None:
@@ -82,15 +90,13 @@ def borrow_thresholds(
     stamp = _stamp(now)
     out = []
     for tier in sorted(source):
-        t = pb.Threshold()
-        t.CopyFrom(source[tier])
+        t = _republished(source[tier], stamp)
         t.app = app
         t.provisional = True
         t.ClearField("pooled_apps")
         t.pooled_apps.append(lender)
         t.certified_by = 0
         t.withdrawn = False
-        t.computed_at.CopyFrom(stamp)
         t.reason = (
             f"provisional: fitted on {t.n_calibration} labelled items of {lender}; its verdicts "
             f"carry {lender}'s risk bound, not {app}'s, until {app}'s audits certify it"
@@ -112,7 +118,7 @@ def standing_of(
         return None
     first = thresholds[min(thresholds)]
     n_tiers = max(thresholds)
-    delta = min(first.delta * n_tiers, 0.5) if first.mode == "system" else first.delta
+    delta = promised_delta(thresholds, first.delta)
     since = first.computed_at.ToDatetime(tzinfo=UTC)
     outcomes = []
     for audit in audits.audits(app, after=since):
@@ -186,10 +192,8 @@ def settle(
     stamp = _stamp(now)
     out = []
     for tier in sorted(thresholds):
-        t = pb.Threshold()
-        t.CopyFrom(thresholds[tier])
+        t = _republished(thresholds[tier], stamp)
         t.provisional = False
-        t.computed_at.CopyFrom(stamp)
         if state.standing == "certified":
             t.certified_by = state.audits
             t.reason = (

@@ -26,6 +26,14 @@ def thresholds_in_force(store: CalibrationStore, app: str) -> dict[int, pb.Thres
     return {t.tier: t for t in latest if t.computed_at.ToNanoseconds() == newest}
 
 
+def promised_delta(thresholds: dict[int, pb.Threshold], fallback: float) -> float:
+    """The δ the thresholds in force promise for the whole accepted set: each tier's own,
+    or under system mode the tiers' δ added back up (each was tested at δ / tiers)."""
+    first = next(iter(thresholds.values()))
+    tier_delta = first.delta or fallback
+    return min(tier_delta * len(thresholds), 0.5) if first.mode == "system" else tier_delta
+
+
 def calibration_scores(
     store: CalibrationStore, app: str, thresholds: dict[int, pb.Threshold], exclude: set[str]
 ) -> list[LabelledScores]:
@@ -73,8 +81,7 @@ def app_report(
     if thresholds:
         first = next(iter(thresholds.values()))
         alpha = first.alpha or alpha
-        tier_delta = first.delta or delta
-        delta = min(tier_delta * len(thresholds), 0.5) if first.mode == "system" else tier_delta
+        delta = promised_delta(thresholds, delta)
         n_tiers = max(thresholds)
         after = first.computed_at.ToDatetime(tzinfo=UTC)
     live = audits.audits(app, after=after)

@@ -76,15 +76,22 @@ async def test_a_borrowed_threshold_is_provisional_and_fits_the_new_apps_judge(
         borrow_thresholds(store, LENDER, "another")  # the lender has its own
 
 
+async def audit_until_settled(
+    recalibrator: Recalibrator, *, judge_right: bool, most: int
+) -> list[pb.Threshold]:
+    """Feed NEW's audits one by one until the calibrator republishes its thresholds."""
+    for i in range(most):
+        published = await recalibrator.on_review(audit(NEW, i, judge_right=judge_right))
+        if published:
+            return published
+    return []
+
+
 async def test_audits_that_agree_certify_the_borrowed_threshold(store: CalibrationStore) -> None:
     await lender_calibrated(store)
     borrow_thresholds(store, NEW, LENDER)
     recalibrator = Recalibrator(store, clients(), CASCADE, SPEC, every=10_000)
-    published: list[pb.Threshold] = []
-    for i in range(30):
-        published += await recalibrator.on_review(audit(NEW, i, judge_right=True))
-        if published:
-            break
+    published = await audit_until_settled(recalibrator, judge_right=True, most=30)
     assert [t.tier for t in published] == [1, 2, 3]
     assert all(not t.provisional and t.certified_by > 0 for t in published)
     assert published[0].has_threshold
@@ -99,11 +106,7 @@ async def test_audits_that_disagree_withdraw_it(store: CalibrationStore) -> None
     await lender_calibrated(store)
     borrow_thresholds(store, NEW, LENDER)
     recalibrator = Recalibrator(store, clients(), CASCADE, SPEC, every=10_000)
-    published: list[pb.Threshold] = []
-    for i in range(40):
-        published += await recalibrator.on_review(audit(NEW, i, judge_right=False))
-        if published:
-            break
+    published = await audit_until_settled(recalibrator, judge_right=False, most=40)
     assert published, "forty disagreeing audits never withdrew the threshold"
     assert all(t.withdrawn and not t.has_threshold and not t.provisional for t in published)
     assert "withdrawn" in published[0].reason
